@@ -1,0 +1,1 @@
+"""Command-line shell over the library: one small module per command group."""

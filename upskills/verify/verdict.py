@@ -1,0 +1,135 @@
+"""The Verdict: what the verifier says about one candidate kernel for one task.
+
+Every number upskills reports comes from a Verdict, so the record keeps everything needed to
+audit it: which stage failed and why, per-variant errors, timings with their spread, and the
+machine they were measured on.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class ErrorClass(StrEnum):
+    """Why a candidate failed; ``None`` on a Verdict means it passed."""
+
+    SYNTAX = "syntax"
+    """The candidate does not parse."""
+    IMPORT = "import"
+    """Importing the candidate failed (missing module, error at import time)."""
+    INTERFACE = "interface"
+    """No ``ModelNew``, or its constructor/forward signature differs from the reference."""
+    COMPILE = "compile"
+    """A kernel failed to compile (Triton compilation error, nvcc error)."""
+    RUNTIME = "runtime"
+    """A Python exception while running the candidate."""
+    CRASH = "crash"
+    """The worker process died (segfault, illegal memory access, abort)."""
+    TIMEOUT = "timeout"
+    """The candidate did not finish within its time limit (hang, infinite loop)."""
+    SHAPE = "shape"
+    """The output has the wrong shape (or wrong structure)."""
+    DTYPE = "dtype"
+    """The output has the wrong dtype."""
+    DEVICE = "device"
+    """The output is on the wrong device."""
+    MISMATCH = "mismatch"
+    """Values differ from the reference beyond tolerance."""
+    NAN = "nan"
+    """NaN/Inf positions differ from the reference."""
+    MUTATION = "mutation"
+    """The candidate modified its inputs."""
+    GUARD = "guard"
+    """A guard against reward hacking fired (no own kernel, reference ops, caching, timing tricks)."""
+    TASK = "task"
+    """The task itself could not be loaded or run (a bad reference, not the candidate's fault)."""
+
+
+class VariantResult(BaseModel):
+    """Correctness of the candidate on one shape variant and seed."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    variant: str
+    """Shape variant name."""
+    seed: int
+    """Seed used to draw the inputs."""
+    passed: bool
+    """Whether this trial matched the reference."""
+    error_class: ErrorClass | None = None
+    """Why it failed, if it did."""
+    message: str = ""
+    """Human-readable detail (first mismatching index, max error, ...)."""
+    max_abs_err: float | None = None
+    """Largest absolute error over the output."""
+    max_rel_err: float | None = None
+    """Largest error relative to the output's scale."""
+    atol: float | None = None
+    """Absolute tolerance applied."""
+    rtol: float | None = None
+    """Relative tolerance applied."""
+
+
+class Timing(BaseModel):
+    """Statistics of repeated timed calls, in milliseconds."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    median_ms: float
+    """Median time per call."""
+    p10_ms: float
+    """10th percentile."""
+    p90_ms: float
+    """90th percentile."""
+    mean_ms: float
+    """Mean time per call."""
+    reps: int
+    """Number of timed calls."""
+    spread: float
+    """(p90 - p10) / median: relative spread."""
+
+
+class Verdict(BaseModel):
+    """The verifier's judgement of one candidate on one task."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    schema_version: Literal[1] = 1
+    """Version of this record's layout."""
+    task: str
+    """Task name."""
+    task_hash: str
+    """Content hash of the task (see ``Task.hash``)."""
+    candidate_hash: str
+    """sha256 (16 hex chars) of the candidate source."""
+    device: str
+    """``cpu`` (Triton interpreter) or ``cuda``."""
+    gpu: str | None = None
+    """GPU name when run on CUDA."""
+    passed: bool
+    """True only when every stage run passed."""
+    error_class: ErrorClass | None = None
+    """Why the candidate failed, or None."""
+    stage: str = "done"
+    """Last stage reached: parse, guards, import, correctness, timing, done."""
+    message: str = ""
+    """What went wrong and where, or a one-line summary on success."""
+    variants: list[VariantResult] = Field(default_factory=list)
+    """Per-variant, per-seed correctness results."""
+    timing_status: Literal["measured", "unavailable", "skipped", "failed"] = "unavailable"
+    """Whether timings were measured (GPU), unavailable (CPU), skipped, or failed."""
+    timing: Timing | None = None
+    """Candidate timing at the task's main variant."""
+    baselines: dict[str, Timing] = Field(default_factory=dict)
+    """Baseline timings: ``eager`` and ``compile`` (torch.compile)."""
+    speedup_eager: float | None = None
+    """eager median / candidate median."""
+    speedup_compile: float | None = None
+    """torch.compile median / candidate median."""
+    env: dict[str, str] = Field(default_factory=dict)
+    """Versions and machine: torch, triton, python, gpu, cuda."""
+    duration_s: float = 0.0
+    """Wall time of the whole check."""
