@@ -43,7 +43,7 @@ class ErrorClass(StrEnum):
     MUTATION = "mutation"
     """The candidate modified its inputs."""
     GUARD = "guard"
-    """A guard against reward hacking fired (no own kernel, reference ops, caching, timing tricks)."""
+    """A guard against reward hacking fired (no own kernel, reference ops, caching, timing)."""
     TASK = "task"
     """The task itself could not be loaded or run (a bad reference, not the candidate's fault)."""
 

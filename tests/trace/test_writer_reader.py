@@ -1,0 +1,113 @@
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+from upskills.trace import TraceFormatError, TraceWriter, iter_trace_files, read_trace, trace_stats
+from upskills.trace.events import ModelCall, Note, RunEnd, RunStart, ToolResult
+
+
+def test_round_trip_uses_otel_names_and_validates(sample_trace: Path) -> None:
+    lines = sample_trace.read_text().splitlines()
+    assert len(lines) == 9
+    first_call = json.loads(lines[1])
+    assert first_call["gen_ai.operation.name"] == "chat"
+    assert first_call["usage"]["gen_ai.usage.input_tokens"] == 100
+    tool = json.loads(lines[2])
+    assert tool["gen_ai.tool.name"] == "check" and tool["gen_ai.tool.call.id"] == "c1"
+    trace = read_trace(sample_trace, strict=True)
+    assert [e.event for e in trace.events] == [
+        "run_start", "model_call", "tool_call", "tool_result", "note",
+        "model_call", "tool_call", "tool_result", "run_end",
+    ]
+    assert isinstance(trace.events[3], ToolResult) and trace.events[3].verdict is not None
+    assert trace.events[3].verdict.passed is False
+    assert len({e.trace_id for e in trace.events}) == 1
+    assert len({e.id for e in trace.events}) == 9
+
+
+def test_bad_lines_are_named_and_skipped(sample_trace: Path) -> None:
+    text = sample_trace.read_text().splitlines()
+    text.insert(2, "{not json")
+    text.insert(4, json.dumps({"event": "model_call", "trace_id": "t"}))  # missing provider/model
+    text.insert(6, json.dumps({"event": "teleport", "trace_id": "t"}))
+    sample_trace.write_text("\n".join(text) + "\n")
+    trace = read_trace(sample_trace)
+    assert len(trace.events) == 9
+    assert [e.line for e in trace.errors] == [3, 5, 7]
+    assert "not valid JSON" in trace.errors[0].message
+    assert "gen_ai.system" in trace.errors[1].message or "provider" in trace.errors[1].message
+    assert str(sample_trace) in str(trace.errors[2])
+    with pytest.raises(TraceFormatError, match=r":3: not valid JSON"):
+        read_trace(sample_trace, strict=True)
+
+
+def test_stats_counts_repairs_tokens_and_speedup(sample_trace: Path) -> None:
+    st = trace_stats(read_trace(sample_trace))
+    assert (st.turns, st.tool_calls, st.verdicts, st.passed_verdicts) == (2, 2, 2, 1)
+    assert st.input_tokens == 100 + 5 + 150 and st.output_tokens == 50
+    assert st.repaired_failures == 1 and st.failure_classes == {"mismatch": 1}
+    assert st.solved and st.best_speedup == pytest.approx(1.7) and st.gpu == "NVIDIA H200"
+
+
+def test_iter_trace_files_recurses_and_rejects_missing(tmp_path: Path, sample_trace: Path) -> None:
+    (tmp_path / "run" / "nested").mkdir()
+    other = tmp_path / "run" / "nested" / "b.jsonl"
+    other.write_text("")
+    (tmp_path / "run" / "notes.txt").write_text("x")
+    assert list(iter_trace_files([tmp_path / "run"])) == sorted([sample_trace, other])
+    with pytest.raises(FileNotFoundError, match="nowhere"):
+        list(iter_trace_files([tmp_path / "nowhere"]))
+
+
+def test_writer_appends_and_refuses_after_close(tmp_path: Path) -> None:
+    path = tmp_path / "t.jsonl"
+    w = TraceWriter(path, trace_id="abc")
+    w.write(Note(trace_id="abc", text="one"))
+    w.close()
+    with TraceWriter(path, trace_id="abc") as w2:
+        w2.write(Note(trace_id="abc", text="two"))
+    assert [e.text for e in read_trace(path, strict=True).events] == ["one", "two"]
+    with pytest.raises(ValueError, match="closed"):
+        w.write(Note(trace_id="abc", text="three"))
+
+
+WRITER_SCRIPT = textwrap.dedent(
+    """
+    import sys, time
+    from upskills.trace import TraceWriter
+    from upskills.trace.events import RunStart, ModelCall, Usage
+    with TraceWriter(sys.argv[1]) as w:
+        w.write(RunStart(trace_id=w.trace_id, task="t", task_hash="h", agent_role="teacher"))
+        i = 0
+        while True:
+            w.write(ModelCall(trace_id=w.trace_id, provider="mock", model="m",
+                              response_text="x" * 5000, usage=Usage(output_tokens=i)))
+            i += 1
+    """
+)
+
+
+def test_sigkill_mid_run_leaves_a_readable_prefix(tmp_path: Path) -> None:
+    path = tmp_path / "killed.jsonl"
+    proc = subprocess.Popen([sys.executable, "-c", WRITER_SCRIPT, str(path)])
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and (not path.exists() or path.stat().st_size < 200_000):
+        time.sleep(0.05)
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    trace = read_trace(path)
+    assert isinstance(trace.events[0], RunStart)
+    assert len(trace.events) > 10
+    assert trace.end is None and not isinstance(trace.events[-1], RunEnd)
+    assert len(trace.errors) <= 1  # at most a torn final line
+    outs = [e.usage.output_tokens for e in trace.events if isinstance(e, ModelCall)]
+    assert outs == list(range(len(outs)))

@@ -1,0 +1,1 @@
+"""Importers: turn other agents' logs into upskills traces."""

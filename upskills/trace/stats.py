@@ -1,0 +1,95 @@
+"""Per-trace summaries: turns, tool calls, tokens, verdicts, repairs, outcome."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from upskills.trace.events import ModelCall, ToolCall, ToolResult
+from upskills.trace.reader import TraceFile
+
+
+class TraceStats(BaseModel):
+    """What one trace amounts to."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    path: str
+    """Trace file."""
+    trace_id: str | None = None
+    """Trace id."""
+    task: str | None = None
+    """Task name from run_start."""
+    role: str | None = None
+    """Agent role (teacher, student, external)."""
+    agent: str | None = None
+    """Agent name, and provider/model when known."""
+    turns: int = 0
+    """Model calls."""
+    tool_calls: int = 0
+    """Tool calls."""
+    input_tokens: int = 0
+    """Input tokens, cache reads included."""
+    output_tokens: int = 0
+    """Output tokens."""
+    verdicts: int = 0
+    """Tool results carrying a verifier Verdict."""
+    passed_verdicts: int = 0
+    """Verdicts that passed."""
+    failure_classes: dict[str, int] = Field(default_factory=dict)
+    """Error class -> count over failing verdicts."""
+    repaired_failures: int = 0
+    """Failing verdicts followed later by a passing one (fail -> pass transitions)."""
+    solved: bool = False
+    """run_end says solved."""
+    outcome: str | None = None
+    """run_end outcome; None when the run has no run_end (killed)."""
+    best_speedup: float | None = None
+    """Best speedup vs eager over passing verdicts (or run_end's)."""
+    gpu: str | None = None
+    """GPU of the verdicts, when measured on one."""
+    bad_lines: int = 0
+    """Lines that could not be read."""
+
+
+def trace_stats(trace: TraceFile) -> TraceStats:
+    """Summarise one trace."""
+    st = TraceStats(path=str(trace.path), trace_id=trace.trace_id, bad_lines=len(trace.errors))
+    start, end = trace.start, trace.end
+    if start is not None:
+        st.task, st.role = start.task, start.agent_role
+        model = "/".join(x for x in (start.provider, start.model) if x)
+        st.agent = f"{start.agent_name} ({model})" if model else start.agent_name
+    classes: Counter[str] = Counter()
+    last_failed = False
+    best: float | None = None
+    for event in trace.events:
+        if isinstance(event, ModelCall):
+            st.turns += 1
+            u = event.usage
+            st.input_tokens += u.input_tokens + u.cache_read_tokens + u.cache_write_tokens
+            st.output_tokens += u.output_tokens
+        elif isinstance(event, ToolCall):
+            st.tool_calls += 1
+        elif isinstance(event, ToolResult) and event.verdict is not None:
+            v = event.verdict
+            st.verdicts += 1
+            st.gpu = v.gpu or st.gpu
+            if v.passed:
+                st.passed_verdicts += 1
+                if last_failed:
+                    st.repaired_failures += 1
+                last_failed = False
+                if v.speedup_eager is not None:
+                    best = v.speedup_eager if best is None else max(best, v.speedup_eager)
+            else:
+                classes[str(v.error_class or "unknown")] += 1
+                last_failed = True
+    st.failure_classes = dict(sorted(classes.items()))
+    if end is not None:
+        st.outcome, st.solved = end.outcome, end.outcome == "solved"
+        if end.best_speedup is not None:
+            best = end.best_speedup if best is None else max(best, end.best_speedup)
+    st.best_speedup = best
+    return st
