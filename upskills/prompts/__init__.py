@@ -41,7 +41,7 @@ def load_prompt(name: str) -> Prompt:
     Raises:
         FileNotFoundError: no such prompt ships with the package.
     """
-    path = resources.files(__package__).joinpath(f"{name}.md")
+    path = resources.files("upskills.prompts").joinpath(f"{name}.md")
     if not path.is_file():
         raise FileNotFoundError(f"no prompt named {name!r} in upskills/prompts/")
     text = path.read_text(encoding="utf-8")

@@ -11,7 +11,7 @@ import uuid
 from datetime import UTC, datetime
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field, TypeAdapter
 
 from upskills.verify.verdict import Verdict
 
@@ -52,13 +52,28 @@ class RunStart(_Event):
     """Task name."""
     task_hash: str
     """Task content hash."""
-    agent_role: Literal["teacher", "student", "external"] = Field(alias="upskills.agent.role")
+    agent_role: Literal["teacher", "student", "external"] = Field(
+        validation_alias=AliasChoices("agent_role", "upskills.agent.role"),
+        serialization_alias="upskills.agent.role",
+    )
     """Who is solving: a driven teacher, a student, or an external agent (person, coding agent)."""
-    agent_name: str = Field(default="upskills-agent", alias="gen_ai.agent.name")
+    agent_name: str = Field(
+        default="upskills-agent",
+        validation_alias=AliasChoices("agent_name", "gen_ai.agent.name"),
+        serialization_alias="gen_ai.agent.name",
+    )
     """Agent name (``upskills-agent``, ``claude-code``, ``external``)."""
-    provider: str | None = Field(default=None, alias="gen_ai.system")
+    provider: str | None = Field(
+        default=None,
+        validation_alias=AliasChoices("provider", "gen_ai.system"),
+        serialization_alias="gen_ai.system",
+    )
     """Model provider (``anthropic``, ``openai``, ``transformers``, ``mock``); None if unknown."""
-    model: str | None = Field(default=None, alias="gen_ai.request.model")
+    model: str | None = Field(
+        default=None,
+        validation_alias=AliasChoices("model", "gen_ai.request.model"),
+        serialization_alias="gen_ai.request.model",
+    )
     """Model name as requested; None when the agent is external and unknown."""
     parameters: dict[str, Any] = Field(default_factory=dict)
     """Sampling parameters and budgets."""
@@ -88,13 +103,31 @@ class Usage(BaseModel):
 
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
 
-    input_tokens: int = Field(default=0, alias="gen_ai.usage.input_tokens")
+    input_tokens: int = Field(
+        default=0,
+        validation_alias=AliasChoices("input_tokens", "gen_ai.usage.input_tokens"),
+        serialization_alias="gen_ai.usage.input_tokens",
+    )
     """Prompt tokens not served from cache."""
-    output_tokens: int = Field(default=0, alias="gen_ai.usage.output_tokens")
+    output_tokens: int = Field(
+        default=0,
+        validation_alias=AliasChoices("output_tokens", "gen_ai.usage.output_tokens"),
+        serialization_alias="gen_ai.usage.output_tokens",
+    )
     """Generated tokens."""
-    cache_read_tokens: int = Field(default=0, alias="gen_ai.usage.cache_read_input_tokens")
+    cache_read_tokens: int = Field(
+        default=0,
+        validation_alias=AliasChoices("cache_read_tokens", "gen_ai.usage.cache_read_input_tokens"),
+        serialization_alias="gen_ai.usage.cache_read_input_tokens",
+    )
     """Prompt tokens read from the provider's cache."""
-    cache_write_tokens: int = Field(default=0, alias="gen_ai.usage.cache_creation_input_tokens")
+    cache_write_tokens: int = Field(
+        default=0,
+        validation_alias=AliasChoices(
+            "cache_write_tokens", "gen_ai.usage.cache_creation_input_tokens"
+        ),
+        serialization_alias="gen_ai.usage.cache_creation_input_tokens",
+    )
     """Prompt tokens written to the provider's cache."""
 
 
@@ -102,13 +135,27 @@ class ModelCall(_Event):
     """One request to a model and its response."""
 
     event: Literal["model_call"] = "model_call"
-    operation_name: str = Field(default="chat", alias="gen_ai.operation.name")
+    operation_name: str = Field(
+        default="chat",
+        validation_alias=AliasChoices("operation_name", "gen_ai.operation.name"),
+        serialization_alias="gen_ai.operation.name",
+    )
     """OTel operation name (``chat``)."""
-    provider: str = Field(alias="gen_ai.system")
+    provider: str = Field(
+        validation_alias=AliasChoices("provider", "gen_ai.system"),
+        serialization_alias="gen_ai.system",
+    )
     """Provider name."""
-    model: str = Field(alias="gen_ai.request.model")
+    model: str = Field(
+        validation_alias=AliasChoices("model", "gen_ai.request.model"),
+        serialization_alias="gen_ai.request.model",
+    )
     """Model requested."""
-    response_model: str | None = Field(default=None, alias="gen_ai.response.model")
+    response_model: str | None = Field(
+        default=None,
+        validation_alias=AliasChoices("response_model", "gen_ai.response.model"),
+        serialization_alias="gen_ai.response.model",
+    )
     """Model that answered, as the provider reported it."""
     messages: list[dict[str, Any]] | None = None
     """Messages sent since the previous model_call (the new turn), or None if only referenced."""
@@ -122,7 +169,11 @@ class ModelCall(_Event):
     """Normalised token usage."""
     latency_s: float = 0.0
     """Wall time of the call, retries included."""
-    stop_reason: str | None = Field(default=None, alias="gen_ai.response.finish_reasons")
+    stop_reason: str | None = Field(
+        default=None,
+        validation_alias=AliasChoices("stop_reason", "gen_ai.response.finish_reasons"),
+        serialization_alias="gen_ai.response.finish_reasons",
+    )
     """Why generation stopped (``end_turn``, ``tool_use``, ``stop``, ``length``...)."""
     retries: int = 0
     """How many retries the call needed."""
@@ -134,9 +185,15 @@ class ToolCall(_Event):
     """The agent invokes a tool."""
 
     event: Literal["tool_call"] = "tool_call"
-    tool_name: str = Field(alias="gen_ai.tool.name")
+    tool_name: str = Field(
+        validation_alias=AliasChoices("tool_name", "gen_ai.tool.name"),
+        serialization_alias="gen_ai.tool.name",
+    )
     """Tool name (``read_task``, ``write_kernel``, ``check``, ``benchmark``, ``submit``...)."""
-    call_id: str = Field(alias="gen_ai.tool.call.id")
+    call_id: str = Field(
+        validation_alias=AliasChoices("call_id", "gen_ai.tool.call.id"),
+        serialization_alias="gen_ai.tool.call.id",
+    )
     """Tool call id (matches the model's request when there is one)."""
     arguments: dict[str, Any] = Field(default_factory=dict)
     """Arguments as passed."""
@@ -146,9 +203,15 @@ class ToolResult(_Event):
     """What a tool returned."""
 
     event: Literal["tool_result"] = "tool_result"
-    tool_name: str = Field(alias="gen_ai.tool.name")
+    tool_name: str = Field(
+        validation_alias=AliasChoices("tool_name", "gen_ai.tool.name"),
+        serialization_alias="gen_ai.tool.name",
+    )
     """Tool name."""
-    call_id: str = Field(alias="gen_ai.tool.call.id")
+    call_id: str = Field(
+        validation_alias=AliasChoices("call_id", "gen_ai.tool.call.id"),
+        serialization_alias="gen_ai.tool.call.id",
+    )
     """Id of the tool call this answers."""
     output: str = ""
     """Text returned to the agent."""

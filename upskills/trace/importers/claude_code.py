@@ -32,6 +32,7 @@ from upskills.trace.events import (
     ToolResult,
     Totals,
     Usage,
+    _now,
 )
 from upskills.trace.reader import TraceLineError
 from upskills.trace.writer import TraceWriter
@@ -72,9 +73,9 @@ def _verdict_in(text: str) -> Verdict | None:
         return None
 
 
-def _at(rec: dict[str, Any]) -> dict[str, str]:
+def _at(rec: dict[str, Any]) -> str:
     ts = rec.get("timestamp")
-    return {"ts": str(ts)} if ts else {}
+    return str(ts) if ts else _now()
 
 
 def _kernel_hash(src: str) -> str:
@@ -96,7 +97,7 @@ class _Importer:
         self.w.write(
             RunStart(
                 trace_id=self.w.trace_id,
-                **_at(rec),
+                ts=_at(rec),
                 task=self.task,
                 task_hash=self.task_hash,
                 agent_role="external",
@@ -133,7 +134,7 @@ class _Importer:
         self.w.write(
             ModelCall(
                 trace_id=self.w.trace_id,
-                **_at(p),
+                ts=_at(p),
                 provider="anthropic",
                 model=p["model"] or "unknown",
                 response_text="\n".join(p["texts"]),
@@ -145,7 +146,7 @@ class _Importer:
         for b in p["tool_uses"]:
             call = ToolCall(
                 trace_id=self.w.trace_id,
-                **_at(p),
+                ts=_at(p),
                 tool_name=b["name"],
                 call_id=b["id"],
                 arguments=b.get("input") or {},
@@ -189,7 +190,7 @@ class _Importer:
                 self.tool_result(rec, b)
             elif b.get("type") == "text" and b.get("text"):
                 self.w.write(
-                    Note(trace_id=self.w.trace_id, **_at(rec), kind="user", text=b["text"])
+                    Note(trace_id=self.w.trace_id, ts=_at(rec), kind="user", text=b["text"])
                 )
 
     def tool_result(self, rec: dict[str, Any], b: dict[str, Any]) -> None:
@@ -207,7 +208,7 @@ class _Importer:
         self.w.write(
             ToolResult(
                 trace_id=self.w.trace_id,
-                **_at(rec),
+                ts=_at(rec),
                 parent_span_id=call.span_id if call else None,
                 tool_name=call.tool_name if call else "unknown",
                 call_id=cid or "unknown",
