@@ -1,0 +1,23 @@
+"""Softmax over the last dimension of a 2-D float32 tensor."""
+
+import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    """out = softmax(x, dim=-1)."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.softmax(x, dim=-1)
+
+
+M = 8192
+N = 8192
+
+
+def get_inputs():
+    return [torch.randn(M, N)]
+
+
+def get_init_inputs():
+    return []
