@@ -17,6 +17,8 @@ SCHEMAS: dict[str, str] = {
     "trace_event": "upskills.trace.events:TraceEvent",
     "verdict": "upskills.verify.verdict:Verdict",
     "task": "upskills.tasks.model:Task",
+    "testcase": "upskills.cases.model:TestCase",
+    "lesson": "upskills.distill.lessons:Lesson",
 }
 """Schema file stem -> ``module:attribute`` of a pydantic model or annotated union."""
 

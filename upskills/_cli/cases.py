@@ -1,0 +1,85 @@
+"""``upskills cases list|show|check``."""
+
+from __future__ import annotations
+
+import click
+
+_DIR = click.argument("path", default="testcases", type=click.Path())
+
+
+@click.group()
+def cli() -> None:
+    """List, show and check test cases."""
+
+
+def _load(path: str):  # noqa: ANN202 - list of TestCase
+    from upskills.cases.model import CaseError, load_cases
+
+    try:
+        return load_cases(path)
+    except CaseError as exc:
+        raise click.ClickException(str(exc)) from exc
+
+
+@cli.command("list")
+@_DIR
+@click.option("--split", type=click.Choice(["train", "heldout"]), default=None)
+def list_(path: str, split: str | None) -> None:
+    """List the cases under PATH."""
+    for case in _load(path):
+        if split is None or case.split == split:
+            click.echo(f"{case.id}\t{case.split}\t{case.task}\t{','.join(case.variants)}")
+
+
+@cli.command()
+@click.argument("case_id")
+@_DIR
+@click.option("--prompt", "prompt_only", is_flag=True, help="Print only the student's prompt.")
+def show(case_id: str, path: str, prompt_only: bool) -> None:
+    """Show case CASE_ID from PATH."""
+    from upskills.cases.model import dump_case
+
+    found = [c for c in _load(path) if c.id == case_id]
+    if not found:
+        raise click.ClickException(f"no case {case_id!r} under {path}")
+    click.echo(found[0].prompt if prompt_only else dump_case(found[0]), nl=False)
+
+
+@cli.command()
+@_DIR
+@click.option("--case", "case_ids", multiple=True, help="Only these case ids.")
+@click.option("--device", default="auto", show_default=True, help="auto, cpu or cuda.")
+@click.option(
+    "--kernel",
+    default=None,
+    type=click.Path(exists=True),
+    help="A known-good kernel file to check (with a single --case).",
+)
+@click.option(
+    "--kernels-dir",
+    default=None,
+    type=click.Path(exists=True, file_okay=False),
+    help="A folder of known-good kernels named <task>.py, used where present.",
+)
+def check(
+    path: str, case_ids: tuple[str, ...], device: str, kernel: str | None, kernels_dir: str | None
+) -> None:
+    """Prove each case under PATH solvable (known-good kernel, else the reference runs)."""
+    from pathlib import Path
+
+    from upskills.cases.check import check_case
+
+    cases = [c for c in _load(path) if not case_ids or c.id in case_ids]
+    if kernel and len(cases) != 1:
+        raise click.ClickException("--kernel needs exactly one case (use --case ID)")
+    failed = 0
+    for case in cases:
+        own = Path(kernels_dir) / f"{case.task}.py" if kernels_dir else None
+        chosen = kernel or (own if own is not None and own.is_file() else None)
+        result = check_case(case, device=device, kernel=chosen)
+        failed += not result.passed
+        click.echo(
+            f"{'ok' if result.passed else 'FAIL'}\t{case.id}\t{result.method}\t{result.message}"
+        )
+    if failed:
+        raise click.ClickException(f"{failed} of {len(cases)} case(s) failed")

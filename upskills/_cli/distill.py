@@ -1,0 +1,91 @@
+"""``upskills distill TRACES...``: traces in, skill packs and test cases out."""
+
+from __future__ import annotations
+
+import click
+
+
+@click.command()
+@click.argument("traces", nargs=-1, required=True, type=click.Path())
+@click.option(
+    "--skills-dir",
+    default="skills",
+    show_default=True,
+    type=click.Path(),
+    help="Folder the packs are written to.",
+)
+@click.option(
+    "--cases-dir",
+    default="testcases",
+    show_default=True,
+    type=click.Path(),
+    help="Folder the test cases are written to.",
+)
+@click.option("--no-cases", is_flag=True, help="Do not write test cases.")
+@click.option("--suite", default="kernels", show_default=True, help="Test-case suite name.")
+@click.option(
+    "--group",
+    type=click.Choice(["family", "domain"]),
+    default="family",
+    show_default=True,
+    help="One pack per technique family or per task domain.",
+)
+@click.option("--name", default=None, help="Put every lesson in one pack with this name.")
+@click.option(
+    "--min-speedup",
+    type=float,
+    default=None,
+    help="Select only traces whose best speedup vs eager reaches this.",
+)
+@click.option(
+    "--min-prevalence",
+    type=int,
+    default=2,
+    show_default=True,
+    help="Lessons seen in fewer traces go to references/, not SKILL.md.",
+)
+@click.option(
+    "--teacher",
+    default=None,
+    metavar="PROVIDER/MODEL",
+    help="A model that rewrites the prose from the same evidence.",
+)
+def cli(
+    traces: tuple[str, ...],
+    skills_dir: str,
+    cases_dir: str,
+    no_cases: bool,
+    suite: str,
+    group: str,
+    name: str | None,
+    min_speedup: float | None,
+    min_prevalence: int,
+    teacher: str | None,
+) -> None:
+    """Distill TRACES (files or folders of .jsonl) into skill packs and test cases."""
+    from upskills.distill import DistillConfig, DistillError, distill
+
+    config = DistillConfig(
+        group=group,  # type: ignore[arg-type]
+        name=name,
+        min_speedup=min_speedup,
+        min_prevalence=min_prevalence,
+        teacher=teacher,
+        suite=suite,
+    )
+    try:
+        result = distill(traces, skills_dir, None if no_cases else cases_dir, config)
+    except DistillError as exc:
+        raise click.ClickException(str(exc)) from exc
+    for err in result.errors:
+        click.echo(f"skipped malformed line: {err}", err=True)
+    for warning in result.warnings:
+        click.echo(f"warning: {warning}", err=True)
+    click.echo(
+        f"{result.traces_read} traces read, {result.traces_selected} selected, "
+        f"{result.lessons} lessons, {result.seconds:.1f}s"
+    )
+    for pack in result.packs:
+        click.echo(f"  {pack.name}@{pack.version} ({pack.change}) {pack.path}")
+    if result.cases:
+        click.echo(f"  {len(result.cases)} test cases in {result.cases[0].parent}")

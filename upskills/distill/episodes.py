@@ -1,0 +1,172 @@
+"""Whole-trace analysis: stream a trace file and segment it into attempts and episodes.
+
+An *attempt* is one kernel source judged by the verifier (a ``tool_result`` that carries a
+Verdict). An *episode* is two consecutive attempts with different kernels: attempt -> verdict ->
+change -> verdict. Every line of the file is parsed (no excerpt), but only what lessons need is
+kept (the kernels judged and their verdict summaries), so memory per trace stays small.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from upskills.trace.events import RunEnd, RunStart, ToolResult
+from upskills.trace.reader import TraceLineError, iter_events
+from upskills.verify.verdict import Verdict
+
+
+@dataclass(frozen=True)
+class Attempt:
+    """One kernel judged by the verifier, with the summary of its verdict."""
+
+    kernel_source: str
+    kernel_hash: str
+    passed: bool
+    error_class: str | None
+    message: str
+    failing_variants: tuple[str, ...]
+    speedup: float | None
+    gpu: str | None
+    first_line: int
+    last_line: int
+
+
+@dataclass(frozen=True)
+class Episode:
+    """Two consecutive attempts: the change between them and both verdicts."""
+
+    before: Attempt
+    after: Attempt
+
+    @property
+    def repaired(self) -> bool:
+        """A failing verdict turned into a passing one."""
+        return not self.before.passed and self.after.passed
+
+
+@dataclass
+class TraceSummary:
+    """What distillation keeps of one trace file."""
+
+    path: Path
+    sha256: str = ""
+    trace_id: str = ""
+    task: str = ""
+    task_hash: str = ""
+    model: str | None = None
+    outcome: str | None = None
+    best_speedup: float | None = None
+    best_kernel_source: str | None = None
+    attempts: list[Attempt] = field(default_factory=list)
+    errors: list[TraceLineError] = field(default_factory=list)
+    lines: int = 0
+
+    @property
+    def episodes(self) -> list[Episode]:
+        """Consecutive pairs of attempts."""
+        return [Episode(a, b) for a, b in zip(self.attempts, self.attempts[1:], strict=False)]
+
+    @property
+    def solved(self) -> bool:
+        """The run ended solved, or (for a run without run_end) some attempt passed."""
+        if self.outcome is not None:
+            return self.outcome == "solved"
+        return any(a.passed for a in self.attempts)
+
+    def final_kernel(self) -> Attempt | None:
+        """The best passing attempt: the run's best kernel, else the fastest or last passing."""
+        passing = [a for a in self.attempts if a.passed]
+        if not passing:
+            return None
+        if self.best_kernel_source:
+            same = [a for a in passing if a.kernel_source == self.best_kernel_source]
+            if same:
+                return same[-1]
+        timed = [a for a in passing if a.speedup is not None]
+        if timed:
+            return max(timed, key=lambda a: (a.speedup, a.last_line))
+        return passing[-1]
+
+
+def _attempt(result: ToolResult, verdict: Verdict, first: int, line: int) -> Attempt:
+    source = result.kernel_source or ""
+    failing = sorted({v.variant for v in verdict.variants if not v.passed})
+    return Attempt(
+        kernel_source=source,
+        kernel_hash=result.kernel_hash or hashlib.sha256(source.encode()).hexdigest()[:16],
+        passed=verdict.passed,
+        error_class=str(verdict.error_class) if verdict.error_class else None,
+        message=verdict.message,
+        failing_variants=tuple(failing),
+        speedup=verdict.speedup_eager,
+        gpu=verdict.gpu,
+        first_line=first,
+        last_line=line,
+    )
+
+
+def _merge(prev: Attempt, new: Attempt) -> Attempt:
+    """A re-check of the same kernel (check, then benchmark) extends the previous attempt."""
+    return Attempt(
+        kernel_source=prev.kernel_source,
+        kernel_hash=prev.kernel_hash,
+        passed=new.passed,
+        error_class=new.error_class,
+        message=new.message or prev.message,
+        failing_variants=new.failing_variants,
+        speedup=new.speedup if new.speedup is not None else prev.speedup,
+        gpu=new.gpu or prev.gpu,
+        first_line=prev.first_line,
+        last_line=new.last_line,
+    )
+
+
+def summarize_trace(path: str | Path) -> TraceSummary:
+    """Parse every line of one trace and segment it into attempts.
+
+    Malformed lines are recorded in ``errors`` (file and line) and skipped.
+
+    Args:
+        path: a ``.jsonl`` trace file.
+
+    Returns:
+        The trace's summary.
+
+    Raises:
+        FileNotFoundError: the file does not exist.
+    """
+    path = Path(path)
+    summary = TraceSummary(path=path)
+    digest = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for chunk in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(chunk)
+    summary.sha256 = digest.hexdigest()[:16]
+    first = 1
+    for lineno, event in iter_events(path, errors=summary.errors):
+        summary.lines = lineno
+        if not summary.trace_id:
+            summary.trace_id = event.trace_id
+        if isinstance(event, RunStart):
+            summary.task, summary.task_hash, summary.model = (
+                event.task,
+                event.task_hash,
+                event.model,
+            )
+        elif isinstance(event, RunEnd):
+            summary.outcome = event.outcome
+            summary.best_speedup = event.best_speedup
+            summary.best_kernel_source = event.best_kernel_source
+        elif isinstance(event, ToolResult) and event.verdict is not None and event.kernel_source:
+            if not summary.task:
+                summary.task, summary.task_hash = event.verdict.task, event.verdict.task_hash
+            attempt = _attempt(event, event.verdict, first, lineno)
+            prev = summary.attempts[-1] if summary.attempts else None
+            if prev is not None and prev.kernel_hash == attempt.kernel_hash:
+                summary.attempts[-1] = _merge(prev, attempt)
+            else:
+                summary.attempts.append(attempt)
+            first = lineno + 1
+    return summary

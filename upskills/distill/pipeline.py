@@ -1,0 +1,363 @@
+"""``distill``: traces in, skill packs and test cases out.
+
+Streams every trace file once (one trace in memory at a time), keeps the lessons and the best
+kernel per task, merges lessons across traces, groups them into packs (by technique family, by
+task domain, or one named pack), renders, validates, versions and swaps the packs into place,
+then writes the test cases. Nothing in the output depends on the order of the inputs, the
+clock or the machine.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import shutil
+import time
+from collections import defaultdict
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict
+
+import upskills
+from upskills.distill.episodes import TraceSummary, summarize_trace
+from upskills.distill.lessons import Lesson, merge_lessons, mine_trace
+from upskills.distill.render import PackPlan, Template, render_pack
+from upskills.distill.store import archive_version, next_version, staging_dir, swap_in, write_tree
+from upskills.distill.techniques import FAMILIES, TECHNIQUES, analyze_kernel
+from upskills.skills.pack import PackError, validate_name, validate_pack
+
+log = logging.getLogger(__name__)
+
+DISTILLER = f"upskills-distill {upskills.__version__}"
+"""Name and version of the distiller, recorded in every pack's provenance."""
+
+FAMILY_TITLES = {
+    "memory-access": ("gpu-memory-access", "GPU kernel memory access", "memory-bound"),
+    "reductions": ("gpu-reductions", "GPU kernel reductions", "reduction, norm and softmax"),
+    "tiling": ("gpu-tiling", "GPU kernel tiling", "matmul, attention and convolution"),
+    "launch-tuning": ("gpu-launch-tuning", "GPU kernel launch tuning", "performance-critical"),
+    "general": ("gpu-kernel-debugging", "GPU kernel debugging", "any GPU"),
+}
+"""Family -> (pack name, title, scope) for ``group='family'``."""
+
+
+class DistillError(RuntimeError):
+    """Distillation cannot proceed (bad input folder, nothing selected, invalid name)."""
+
+
+class DistillConfig(BaseModel):
+    """Options of one distillation."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    group: Literal["family", "domain"] = "family"
+    """One pack per technique family, or one per task domain (category tag)."""
+    name: str | None = None
+    """Put every lesson in one pack with this name (overrides ``group``)."""
+    min_speedup: float | None = None
+    """Select only traces whose best speedup vs eager reaches this (None: correctness only)."""
+    min_prevalence: int = 2
+    """Lessons seen in fewer traces go to references/, not SKILL.md."""
+    teacher: str | None = None
+    """``PROVIDER/MODEL`` that rewrites the prose from the same evidence (None: no model)."""
+    suite: str = "kernels"
+    """Name of the test-case suite folder under the cases folder."""
+    max_templates: int = 2
+    """Kernel templates per pack in scripts/."""
+    include_builtin_cases: bool = True
+    """Also write held-out cases for built-in tasks that fed no skill."""
+
+
+@dataclass
+class PackOutcome:
+    """What happened to one pack."""
+
+    name: str
+    version: str
+    change: str
+    path: Path
+
+
+@dataclass
+class DistillResult:
+    """Summary of a distillation."""
+
+    traces_read: int = 0
+    traces_selected: int = 0
+    lessons: int = 0
+    packs: list[PackOutcome] = field(default_factory=list)
+    cases: list[Path] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    seconds: float = 0.0
+
+
+@dataclass
+class _Evidence:
+    lessons: list[Lesson] = field(default_factory=list)
+    traces: dict[str, dict[str, str]] = field(default_factory=dict)
+    best: dict[str, Template] = field(default_factory=dict)
+    fed: dict[str, set[str]] = field(default_factory=lambda: defaultdict(set))
+    techniques: dict[str, set[str]] = field(default_factory=lambda: defaultdict(set))
+
+
+def _selected(trace: TraceSummary, config: DistillConfig) -> bool:
+    final = trace.final_kernel()
+    if not trace.solved or final is None:
+        return False
+    if config.min_speedup is None:
+        return True
+    speed = trace.best_speedup if trace.best_speedup is not None else final.speedup
+    return speed is not None and speed >= config.min_speedup
+
+
+def _better(new: Template, old: Template | None) -> bool:
+    if old is None:
+        return True
+    return (new.speedup or 0.0, new.trace_id) > (old.speedup or 0.0, old.trace_id)
+
+
+def _collect(paths: Iterable[Path], config: DistillConfig, result: DistillResult) -> _Evidence:
+    ev = _Evidence()
+    for path in paths:
+        try:
+            trace = summarize_trace(path)
+        except OSError as exc:
+            raise DistillError(f"cannot read trace {path}: {exc}") from exc
+        result.traces_read += 1
+        result.errors += [str(e) for e in trace.errors]
+        if not trace.trace_id or not _selected(trace, config):
+            continue
+        if trace.trace_id in ev.traces:
+            result.warnings.append(f"{path}: trace {trace.trace_id} seen twice; kept the first")
+            continue
+        result.traces_selected += 1
+        ev.traces[trace.trace_id] = {
+            "trace_id": trace.trace_id,
+            "sha256": trace.sha256,
+            "task": trace.task,
+            "task_hash": trace.task_hash,
+            "file": path.name,
+            "model": trace.model or "",
+        }
+        ev.lessons += mine_trace(trace)
+        final = trace.final_kernel()
+        assert final is not None
+        template = Template(
+            trace.task, trace.task_hash, trace.trace_id, final.kernel_source, final.speedup
+        )
+        if _better(template, ev.best.get(trace.task_hash)):
+            ev.best[trace.task_hash] = template
+        ev.fed[trace.task_hash].add(trace.trace_id)
+        ev.techniques[trace.task_hash] |= set(analyze_kernel(final.kernel_source))
+    return ev
+
+
+def _groups(
+    lessons: list[Lesson], config: DistillConfig
+) -> dict[str, tuple[str, str, list[Lesson]]]:
+    """Pack name -> (title, scope, lessons)."""
+    out: dict[str, tuple[str, str, list[Lesson]]] = {}
+    if config.name:
+        return {config.name: ("GPU kernel skills", "GPU", lessons)}
+    for lesson in lessons:
+        if config.group == "family":
+            info = TECHNIQUES.get(lesson.technique)
+            keys = [info.family if info else "general"]
+        else:
+            keys = lesson.preconditions.tags or ["general"]
+        for key in keys:
+            if config.group == "family":
+                name, title, scope = FAMILY_TITLES[key]
+            else:
+                name, title, scope = f"gpu-{key}-kernels", f"GPU {key} kernels", key
+            out.setdefault(name, (title, scope, []))[2].append(lesson)
+    order = {FAMILY_TITLES[f][0]: i for i, f in enumerate((*FAMILIES, "general"))}
+    return dict(sorted(out.items(), key=lambda kv: (order.get(kv[0], 99), kv[0])))
+
+
+def _plan(
+    name: str,
+    title: str,
+    scope: str,
+    lessons: list[Lesson],
+    ev: _Evidence,
+    config: DistillConfig,
+    prompts: dict[str, str],
+) -> PackPlan:
+    trace_ids = sorted({s.trace_id for x in lessons for s in x.sources})
+    task_weight: dict[str, int] = defaultdict(int)
+    for x in lessons:
+        for s in x.sources:
+            task_weight[s.task] += 1
+    templates = sorted(
+        (t for t in ev.best.values() if t.task in task_weight),
+        key=lambda t: (-task_weight[t.task], t.task, t.task_hash),
+    )[: config.max_templates]
+    evidence = hashlib.sha256(
+        "\n".join(f"{t} {ev.traces[t]['sha256']}" for t in trace_ids).encode()
+    ).hexdigest()[:16]
+    provenance = {
+        "distiller": DISTILLER,
+        "evidence_sha256": evidence,
+        "config": config.model_dump(mode="json", exclude={"teacher"}),
+        "teacher": config.teacher,
+        "prompts": prompts,
+        "traces": [ev.traces[t] for t in trace_ids],
+        "templates": [
+            {"file": t.filename, "task": t.task, "trace_id": t.trace_id} for t in templates
+        ],
+    }
+    return PackPlan(name, title, scope, lessons, templates, provenance, config.min_prevalence)
+
+
+def _write_cases(ev: _Evidence, out_cases: Path, config: DistillConfig) -> list[Path]:
+    from upskills.cases.generate import build_cases
+    from upskills.cases.model import dump_case
+
+    tasks = []
+    try:
+        from upskills.tasks import builtin_tasks, load_task
+
+        known = {t.hash: t for t in (builtin_tasks() if config.include_builtin_cases else [])}
+        for task_hash, template in ev.best.items():
+            if task_hash not in known:
+                try:
+                    task = load_task(template.task)
+                except Exception:  # noqa: BLE001 - a task we cannot load gets no case
+                    continue
+                if task.hash == task_hash:
+                    known[task.hash] = task
+        tasks = list(known.values())
+    except ImportError:
+        return []
+    cases = build_cases(
+        tasks,
+        {h: sorted(ids) for h, ids in ev.fed.items()},
+        techniques={h: sorted(t) for h, t in ev.techniques.items()},
+        known_good={h: t.source for h, t in ev.best.items()},
+    )
+    root = out_cases
+    stage = staging_dir(root)
+    try:
+        suite = stage / config.suite
+        suite.mkdir()
+        seen: set[str] = set()
+        for case in cases:
+            stem = case.id if case.id not in seen else f"{case.id}-{case.task_hash[:8]}"
+            seen.add(stem)
+            (suite / f"{stem}.yaml").write_text(dump_case(case), encoding="utf-8")
+        split = "".join(f"{c.split}\t{c.id}\t{c.task_hash}\n" for c in cases)
+        (suite / "split.tsv").write_text("split\tcase\ttask_hash\n" + split, encoding="utf-8")
+        swap_in(suite, root / config.suite, stage)
+    finally:
+        shutil.rmtree(stage, ignore_errors=True)
+    return sorted((root / config.suite).glob("*.yaml"))
+
+
+def distill(
+    trace_paths: Iterable[str | Path],
+    out_skills: str | Path = "skills",
+    out_cases: str | Path | None = "testcases",
+    config: DistillConfig | None = None,
+) -> DistillResult:
+    """Distill traces into skill packs (and test cases).
+
+    Args:
+        trace_paths: trace files and folders (searched recursively for ``*.jsonl``).
+        out_skills: the skills folder; packs go to ``<out_skills>/<name>/``.
+        out_cases: the test-case folder (cases go to ``<out_cases>/<suite>/``); None skips cases.
+        config: options; defaults when None.
+
+    Returns:
+        What was read, selected and written. Malformed trace lines are listed in ``errors``.
+
+    Raises:
+        DistillError: a path does not exist or cannot be read, no trace is selected, or a pack
+            name is invalid. Nothing is written to ``out_skills`` in that case.
+    """
+    from upskills.trace.reader import iter_trace_files
+
+    config = config or DistillConfig()
+    started = time.perf_counter()
+    if config.name:
+        try:
+            validate_name(config.name)
+        except PackError as exc:
+            raise DistillError(str(exc)) from exc
+    result = DistillResult()
+    trace_paths = list(trace_paths)
+    for raw in trace_paths:
+        if Path(raw).is_dir() and not _readable(Path(raw)):
+            raise DistillError(f"cannot read folder {raw}: permission denied")
+    try:
+        files = sorted(set(iter_trace_files(trace_paths)))
+    except (FileNotFoundError, PermissionError) as exc:
+        raise DistillError(str(exc)) from exc
+    ev = _collect(files, config, result)
+    if not ev.lessons:
+        why = f"{result.traces_read} trace file(s) read, {result.traces_selected} selected"
+        crit = "solved" + (f" with speedup >= {config.min_speedup}" if config.min_speedup else "")
+        raise DistillError(f"no lessons to distill: {why} (selection: {crit})")
+    merged = merge_lessons(ev.lessons)
+    result.lessons = len(merged)
+    plans = [
+        _plan(name, title, scope, lessons, ev, config, _prompt_hashes(config))
+        for name, (title, scope, lessons) in _groups(merged, config).items()
+    ]
+    if config.teacher:
+        from upskills.distill.teacher import rewrite_plans
+
+        result.warnings += rewrite_plans(plans, config.teacher)
+    try:
+        result.packs = _write_packs(plans, Path(out_skills))
+    except PackError as exc:  # e.g. an existing pack with a malformed version
+        raise DistillError(f"cannot update packs in {out_skills}: {exc}") from exc
+    if out_cases is not None:
+        result.cases = _write_cases(ev, Path(out_cases), config)
+    result.seconds = time.perf_counter() - started
+    return result
+
+
+def _readable(folder: Path) -> bool:
+    try:
+        next(iter(folder.iterdir()), None)
+    except PermissionError:
+        return False
+    return True
+
+
+def _prompt_hashes(config: DistillConfig) -> dict[str, str]:
+    from upskills.prompts import load_prompt
+
+    names = ["distill_case"] + (["distill_rewrite"] if config.teacher else [])
+    return {n: load_prompt(n).sha256 for n in names}
+
+
+def _write_packs(plans: list[PackPlan], skills_dir: Path) -> list[PackOutcome]:
+    """Render, validate and version every pack in staging; then swap them all in."""
+    stage = staging_dir(skills_dir)
+    outcomes: list[PackOutcome] = []
+    try:
+        staged: list[tuple[PackPlan, str, str, Path]] = []
+        for plan in plans:
+            version, change, files = next_version(
+                skills_dir / plan.name, lambda v, plan=plan: render_pack(plan, v)
+            )
+            folder = stage / plan.name
+            write_tree(folder, files)
+            errors = validate_pack(folder)
+            if errors:
+                raise DistillError(f"pack {plan.name} failed validation: " + "; ".join(errors))
+            staged.append((plan, version, change, folder))
+        for plan, version, change, folder in staged:
+            archive_version(skills_dir, folder, plan.name, version)
+            if change != "unchanged":
+                swap_in(folder, skills_dir / plan.name, stage)
+            outcomes.append(PackOutcome(plan.name, version, change, skills_dir / plan.name))
+    finally:
+        shutil.rmtree(stage, ignore_errors=True)
+    return outcomes

@@ -1,0 +1,279 @@
+"""Render a pack plan into files: SKILL.md, the compact variant, references and templates.
+
+Rendering is a pure function of the plan (lessons, templates, provenance, version): no clocks,
+no random ids, every list sorted, so the same evidence gives the same bytes. Lessons that do not
+fit the SKILL.md budget (or were seen in fewer traces than the configured prevalence) go to
+``references/lessons.md``, which carries every lesson with all its sources.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from upskills.distill.lessons import Lesson
+from upskills.distill.techniques import TECHNIQUES
+from upskills.skills.tokens import COMPACT_TOKEN_BUDGET, SKILL_TOKEN_BUDGET, estimate_tokens
+
+MAX_SOURCES_SHOWN = 3
+"""Sources cited inline per lesson in SKILL.md (all are in references/lessons.md)."""
+
+
+@dataclass(frozen=True)
+class Template:
+    """A verified final kernel shipped in ``scripts/``."""
+
+    task: str
+    task_hash: str
+    trace_id: str
+    source: str
+    speedup: float | None
+
+    @property
+    def filename(self) -> str:
+        """``scripts/<task>_kernel.py``."""
+        return f"scripts/{self.task}_kernel.py"
+
+
+@dataclass
+class PackPlan:
+    """Everything one pack is rendered from."""
+
+    name: str
+    title: str
+    scope: str
+    lessons: list[Lesson]
+    templates: list[Template]
+    provenance: dict[str, Any]
+    min_prevalence: int = 2
+    body_override: str | None = None
+    main_ids: list[str] = field(default_factory=list)
+
+    @property
+    def tasks(self) -> list[str]:
+        """Tasks behind the pack's lessons."""
+        return sorted({s.task for lesson in self.lessons for s in lesson.sources})
+
+    @property
+    def trace_count(self) -> int:
+        """Distinct traces behind the pack."""
+        return len({s.trace_id for lesson in self.lessons for s in lesson.sources})
+
+
+def _title(lesson: Lesson) -> str:
+    info = TECHNIQUES.get(lesson.technique)
+    return info.title if info else "Unclassified change"
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}{'' if n == 1 else 's'}"
+
+
+def _speed(value: float | None) -> str:
+    return f"{value:.2f}x eager" if value is not None else "not timed"
+
+
+def _cite(lesson: Lesson, limit: int | None = MAX_SOURCES_SHOWN) -> str:
+    shown = lesson.sources if limit is None else lesson.sources[:limit]
+    parts = [f"trace `{s.trace_id}` ({s.task}, lines {s.first_line}-{s.last_line})" for s in shown]
+    more = len(lesson.sources) - len(shown)
+    return "; ".join(parts) + (f"; and {more} more in references/lessons.md" if more > 0 else "")
+
+
+def _pre(lesson: Lesson) -> str:
+    p = lesson.preconditions
+    bits = []
+    if p.shape_regimes and p.shape_regimes != ["any"]:
+        bits.append("shapes: " + ", ".join(p.shape_regimes))
+    if p.dtypes:
+        bits.append("dtypes: " + ", ".join(p.dtypes))
+    if p.gpus:
+        bits.append("measured on: " + ", ".join(p.gpus))
+    return "; ".join(bits)
+
+
+def _lesson_block(lesson: Lesson, full: bool = False) -> str:
+    title = _title(lesson)
+    n = _count(lesson.prevalence, "trace")
+    lines: list[str] = []
+    if lesson.kind == "fix":
+        lines.append(f"### {lesson.failure_headline} -> fixed by {title.lower()} ({n})")
+        lines.append(f"- Failure: `{lesson.failure}`")
+        lines.append(f"- Verdicts: {lesson.effect.verdict_before} -> {lesson.effect.verdict_after}")
+        lines.append(f"- Fix: {lesson.intent}")
+        fence = "diff"
+    elif lesson.kind == "perf":
+        before, after = _speed(lesson.effect.speedup_before), _speed(lesson.effect.speedup_after)
+        verb = "helped" if lesson.supported else "did not help"
+        lines.append(f"### {title}: {before} -> {after} ({n})")
+        lines.append(
+            f"- {lesson.intent} Measured: {verb} ({lesson.effect.observations} changes, "
+            f"{lesson.contradicting} against)."
+        )
+        fence = "diff"
+    else:
+        lines.append(f"### {title} ({n})")
+        lines.append(f"- {lesson.intent}")
+        lines.append(f"- Final kernels using it: {_speed(lesson.effect.speedup_after)} (median).")
+        fence = "python"
+    if _pre(lesson):
+        lines.append(f"- When: {_pre(lesson)}")
+    lines.append(f"- Sources: {_cite(lesson, None if full else MAX_SOURCES_SHOWN)}")
+    if lesson.example:
+        lines += ["", f"```{fence}", lesson.example.rstrip(), "```"]
+    return "\n".join(lines)
+
+
+def _frontmatter(plan: PackPlan, version: str, description: str) -> str:
+    meta = {
+        "version": version,
+        "generator": str(plan.provenance.get("distiller", "")),
+        "traces": str(plan.trace_count),
+        "lessons": str(len(plan.lessons)),
+        "evidence-sha256": str(plan.provenance.get("evidence_sha256", "")),
+        "provenance": "references/provenance.json",
+    }
+    lines = ["---", f"name: {plan.name}", f"description: {json.dumps(description)}"]
+    lines += ["license: Apache-2.0", "metadata:"]
+    lines += [f"  {k}: {json.dumps(v)}" for k, v in meta.items()]
+    return "\n".join(lines + ["---", ""])
+
+
+def describe(plan: PackPlan) -> str:
+    """The frontmatter description: what the pack covers and when to use it (<= 1024 chars)."""
+    techs = []
+    for lesson in plan.lessons:
+        title = _title(lesson).lower()
+        if lesson.supported and title not in techs:
+            techs.append(title)
+    text = (
+        f"{plan.title} (Triton/CUDA): {', '.join(techs[:8]) or 'lessons from traces'}. "
+        f"Use when writing, fixing or speeding up {plan.scope} kernels. Distilled from "
+        f"{_count(plan.trace_count, 'verified trace')} ({', '.join(plan.tasks[:8])}"
+        f"{', ...' if len(plan.tasks) > 8 else ''})."
+    )
+    return text[:1024]
+
+
+def _sections(plan: PackPlan, main: list[Lesson]) -> list[str]:
+    fixes = [x for x in main if x.kind == "fix"]
+    perf = [x for x in main if x.kind == "perf"]
+    practice = [x for x in main if x.kind == "practice"]
+    out = [
+        f"# {plan.title}",
+        "",
+        f"Distilled by upskills from {_count(plan.trace_count, 'verified trace')} of "
+        f"{_count(len(plan.tasks), 'task')}. Every lesson below cites the trace and the lines "
+        "of its events; numbers come from the verifier.",
+        "",
+        "## When to use",
+        "",
+        f"- You are writing a Triton or CUDA kernel for {plan.scope} work.",
+    ]
+    if fixes:
+        out.append(
+            "- A kernel fails the verifier with: "
+            + "; ".join(sorted({f"`{x.failure_headline}`" for x in fixes}))
+            + "."
+        )
+    if perf:
+        out.append("- A correct kernel is slower than it should be.")
+    out += ["", "## Techniques", ""]
+    out += [_lesson_block(x) + "\n" for x in practice] or [
+        "No technique seen often enough yet; see references/lessons.md.\n"
+    ]
+    out += ["## Pitfalls", ""]
+    out += [_lesson_block(x) + "\n" for x in fixes] or [
+        "No repaired failure seen often enough yet; see references/lessons.md.\n"
+    ]
+    if perf:
+        out += ["## Performance", ""] + [_lesson_block(x) + "\n" for x in perf]
+    out += ["## Checklist", ""]
+    techs = sorted(
+        {x.technique for x in main if x.technique in TECHNIQUES}, key=list(TECHNIQUES).index
+    )
+    out += [f"- [ ] {TECHNIQUES[t].check}" for t in techs] or ["- [ ] Check ragged shapes."]
+    out += ["", "## Files", ""]
+    for t in plan.templates:
+        out.append(
+            f"- `{t.filename}`: verified kernel for `{t.task}` (trace `{t.trace_id}`, "
+            f"{_speed(t.speedup)}); adapt it rather than starting from scratch."
+        )
+    out += [
+        "- `references/lessons.md`: every lesson with all its sources, including rare ones.",
+        "- `references/compact.md`: this skill in brief.",
+        "- `references/provenance.json`: traces, hashes, distiller and prompt versions.",
+        "",
+    ]
+    return out
+
+
+def render_skill_body(plan: PackPlan) -> str:
+    """SKILL.md body: the largest prefix of eligible lessons that fits the token budget."""
+    eligible = [x for x in plan.lessons if x.supported and x.prevalence >= plan.min_prevalence]
+    main = list(eligible)
+    while True:
+        body = "\n".join(_sections(plan, main))
+        if estimate_tokens(body) + 300 <= SKILL_TOKEN_BUDGET or not main:
+            plan.main_ids = [x.id for x in main]
+            return body
+        main.pop()
+
+
+def render_compact(plan: PackPlan) -> str:
+    """The compact variant: pitfalls and checklist in one line each, within its budget."""
+    main = [x for x in plan.lessons if x.id in set(plan.main_ids)]
+    lines = [f"# {plan.title} (compact)", ""]
+    for x in main:
+        if x.kind == "fix":
+            lines.append(f"- Pitfall: `{x.failure_headline}` -> {x.intent}")
+    techs = sorted(
+        {x.technique for x in main if x.technique in TECHNIQUES}, key=list(TECHNIQUES).index
+    )
+    lines += [f"- Check: {TECHNIQUES[t].check}" for t in techs]
+    for t in plan.templates[:1]:
+        lines.append(f"- Template: `{t.filename}` (verified on `{t.task}`).")
+    while estimate_tokens("\n".join(lines)) > COMPACT_TOKEN_BUDGET:
+        lines.pop()
+    return "\n".join(lines) + "\n"
+
+
+def render_lessons_md(plan: PackPlan) -> str:
+    """references/lessons.md: every lesson, all sources, unsupported ones flagged."""
+    out = [f"# {plan.title}: all lessons", ""]
+    for x in plan.lessons:
+        flag = "" if x.supported else " (evidence against outweighs evidence for)"
+        where = "SKILL.md" if x.id in plan.main_ids else "references only"
+        out += [_lesson_block(x, full=True), f"- Id: `{x.id}` ({where}){flag}", ""]
+    return "\n".join(out)
+
+
+def render_pack(plan: PackPlan, version: str) -> dict[str, str]:
+    """Every file of the pack, relative path -> text."""
+    body = render_skill_body(plan)
+    if plan.body_override is not None:
+        body = plan.body_override
+    files = {
+        "SKILL.md": _frontmatter(plan, version, describe(plan)) + "\n" + body,
+        "references/compact.md": render_compact(plan),
+        "references/lessons.md": render_lessons_md(plan),
+        "references/lessons.json": json.dumps(
+            {
+                "schema_version": 1,
+                "skill_body": sorted(plan.main_ids),
+                "lessons": [x.model_dump(mode="json") for x in plan.lessons],
+            },
+            indent=1,
+            sort_keys=True,
+        )
+        + "\n",
+        "references/provenance.json": json.dumps(plan.provenance, indent=1, sort_keys=True) + "\n",
+    }
+    for t in plan.templates:
+        header = (
+            f"# Verified kernel for task `{t.task}` (task hash {t.task_hash}), from trace "
+            f"{t.trace_id}.\n# Check it: upskills check {t.task} {t.filename}\n"
+        )
+        files[t.filename] = header + t.source.rstrip() + "\n"
+    return files
