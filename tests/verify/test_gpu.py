@@ -1,0 +1,134 @@
+"""GPU tests of the verifier: a kernel passing on CUDA with timing and baselines, illegal
+memory access not leaking, timing guards, hardware description. Run: pytest -m gpu tests/verify
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.verify.conftest import GOOD_ADD, GOOD_ROW_SUM
+from upskills.verify.verdict import ErrorClass
+
+pytestmark = pytest.mark.gpu
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(scope="module")
+def cuda_verifier(tmp_path_factory):
+    from upskills.verify import CheckOptions, Verifier
+
+    cache = tmp_path_factory.mktemp("cache")
+    mp = pytest.MonkeyPatch()
+    mp.setenv("UPSKILLS_CACHE_DIR", str(cache))
+    with Verifier("cuda", CheckOptions(seeds=2, timeout_s=300)) as verifier:
+        yield verifier
+    mp.undo()
+
+
+def test_kernel_passes_on_cuda_with_timing_and_speedups(cuda_verifier, add_task):
+    v = cuda_verifier.check(add_task, GOOD_ADD)
+    assert v.passed, v.message
+    assert v.device == "cuda" and v.gpu and v.env.get("gpu") == v.gpu
+    # every variant runs on GPU, including the cpu=False main one
+    assert {r.variant for r in v.variants} == {"main", "small", "ragged"}
+    assert v.timing_status == "measured" and v.timing is not None
+    assert v.timing.median_ms > 0 and v.timing.reps >= 50
+    assert v.timing.p10_ms <= v.timing.median_ms <= v.timing.p90_ms
+    assert set(v.baselines) == {"eager", "compile"}
+    assert v.speedup_eager == pytest.approx(
+        v.baselines["eager"].median_ms / v.timing.median_ms, rel=1e-3
+    )
+    assert v.speedup_compile is not None and v.speedup_compile > 0
+    # a vector add is bandwidth-bound: a correct Triton kernel is within 3x of eager either way
+    assert 0.33 < v.speedup_eager < 3.0
+
+
+def test_baselines_are_cached_per_gpu_torch_and_task(cuda_verifier, add_task):
+    from upskills.verify.baselines import lookup_baseline
+
+    first = cuda_verifier.check(add_task, GOOD_ADD)
+    entry = lookup_baseline(first.gpu or "", first.env["torch"], add_task.hash)
+    assert entry is not None and entry.eager is not None
+    second = cuda_verifier.check(add_task, GOOD_ADD)
+    assert second.baselines["eager"] == first.baselines["eager"]  # same cached measurement
+
+
+def test_row_sum_kernel_passes_on_cuda(cuda_verifier, row_sum_task):
+    v = cuda_verifier.check(row_sum_task, GOOD_ROW_SUM)
+    assert v.passed, v.message
+    assert v.timing_status == "measured"
+
+
+def test_illegal_memory_access_does_not_leak(cuda_verifier, add_task):
+    wild = GOOD_ADD.replace(
+        "tl.store(out_ptr + offs, x + y, mask=mask)",
+        "tl.store(out_ptr + offs + (1 << 40), x + y, mask=mask)",
+    )
+    v = cuda_verifier.check(add_task, wild)
+    assert not v.passed and v.error_class == ErrorClass.CRASH, v.message
+    assert "candidate.py" in v.message
+    after = cuda_verifier.check(add_task, GOOD_ADD)
+    assert after.passed, f"the crash leaked into the next verdict: {after.message}"
+
+
+def test_candidate_that_cheats_only_when_timed(cuda_verifier, add_task):
+    cheat = GOOD_ADD.replace(
+        "    def forward(self, x, y):\n",
+        "    calls = 0\n\n    def forward(self, x, y):\n        ModelNew.calls += 1\n"
+        "        if ModelNew.calls > 8:\n"
+        "            out = torch.zeros_like(x)\n"
+        "            add_kernel[(1,)](x, y, out, 1, BLOCK=1024)\n"
+        "            return out\n",
+    )
+    v = cuda_verifier.check(add_task, cheat)
+    assert v.error_class == ErrorClass.GUARD and v.stage == "timing", v.message
+    assert "timed calls returned a wrong result" in v.message
+
+
+def test_timing_is_stable_across_checks(cuda_verifier, add_task):
+    medians = [cuda_verifier.check(add_task, GOOD_ADD).timing.median_ms for _ in range(3)]
+    assert max(medians) / min(medians) - 1 < 0.25, medians
+
+
+def test_no_timing_option(cuda_verifier, add_task):
+    from upskills.verify import CheckOptions
+
+    v = cuda_verifier.check(add_task, GOOD_ADD, CheckOptions(seeds=1, timing=False))
+    assert v.passed and v.timing_status == "skipped" and v.timing is None
+
+
+def test_describe_hardware_cuda():
+    from upskills.verify import describe_hardware
+
+    info = describe_hardware("cuda")
+    assert info["sm_count"] > 0 and info["memory_gb"] > 1
+    assert info["compute_capability"].count(".") == 1
+    assert info["smem_per_block_kb"] and info["smem_per_block_kb"] >= 48
+    if "H200" in info["name"]:
+        assert info["bandwidth_gbs"] == 4800.0 and info["sm_count"] == 132
+
+
+def test_baselines_script_writes_as_it_goes(tmp_path):
+    out = tmp_path / "baselines.json"
+    cmd = [
+        sys.executable,
+        str(ROOT / "benchmarks" / "baselines.py"),
+        "--out",
+        str(out),
+        "--tasks",
+        "vector_add",
+        "relu",
+    ]
+    res = subprocess.run(cmd, capture_output=True, text=True, timeout=1200, cwd=ROOT)
+    assert res.returncode == 0, res.stdout + res.stderr
+    entries = json.loads(out.read_text())["entries"]
+    assert {e["task"] for e in entries.values()} == {"vector_add", "relu"}
+    assert all(e["eager"]["median_ms"] > 0 for e in entries.values())
+    again = subprocess.run(cmd, capture_output=True, text=True, timeout=600, cwd=ROOT)
+    assert again.stdout.count("already measured") == 2

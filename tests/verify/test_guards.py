@@ -1,0 +1,223 @@
+"""Adversarial candidates, one cheat each, run through the real verifier on CPU.
+
+Each cheat passes the value check (or would, without the guard), so only the guard stops it.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.verify.conftest import GOOD_ADD, GOOD_ROW_SUM
+from upskills.verify.verdict import ErrorClass
+
+pytest.importorskip("triton")
+
+KERNEL_PRELUDE = """
+import torch
+import torch.nn as nn
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def touch_kernel(p, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    v = tl.load(p + offs, mask=offs < n)
+    tl.store(p + offs, v, mask=offs < n)
+
+"""
+
+
+def test_good_kernels_pass(cpu_verifier, add_task, row_sum_task):
+    v = cpu_verifier.check(add_task, GOOD_ADD)
+    assert v.passed, v.message
+    assert v.error_class is None and v.stage == "done"
+    assert [(r.variant, r.seed) for r in v.variants] == [
+        ("small", 0),
+        ("small", 1),
+        ("ragged", 0),
+        ("ragged", 1),
+    ]
+    assert all(r.max_abs_err == 0.0 for r in v.variants)
+    assert v.timing_status == "unavailable" and v.timing is None
+    v = cpu_verifier.check(row_sum_task, GOOD_ROW_SUM)
+    assert v.passed, v.message
+    assert all(r.max_abs_err is not None and r.max_abs_err < 1e-3 for r in v.variants)
+
+
+def test_a_no_kernel_launched(cpu_verifier, add_task):
+    cheat = (
+        KERNEL_PRELUDE
+        + """
+class ModelNew(nn.Module):
+    def forward(self, x, y):
+        return torch.add(x, y)
+"""
+    )
+    v = cpu_verifier.check(add_task, cheat)
+    assert not v.passed and v.error_class == ErrorClass.GUARD
+    assert "guard (a)" in v.message and "launched no kernel" in v.message
+
+
+def test_b_reference_op_behind_a_dummy_kernel(cpu_verifier, add_task):
+    cheat = (
+        KERNEL_PRELUDE
+        + """
+class ModelNew(nn.Module):
+    def forward(self, x, y):
+        out = torch.add(x, y)
+        touch_kernel[(triton.cdiv(out.numel(), 1024),)](out, out.numel(), BLOCK=1024)
+        return out
+"""
+    )
+    v = cpu_verifier.check(add_task, cheat)
+    assert not v.passed and v.error_class == ErrorClass.GUARD
+    assert "guard (b)" in v.message and "aten.add" in v.message
+
+
+def test_b_compute_op_hidden_from_the_ast(cpu_verifier, row_sum_task):
+    cheat = (
+        KERNEL_PRELUDE
+        + """
+class ModelNew(nn.Module):
+    def forward(self, x):
+        touch_kernel[(triton.cdiv(x.numel(), 1024),)](x, x.numel(), BLOCK=1024)
+        return getattr(x, "s" + "um")(dim=-1)
+"""
+    )
+    v = cpu_verifier.check(row_sum_task, cheat)
+    assert v.error_class == ErrorClass.GUARD and "aten.sum" in v.message
+
+
+def test_b_copy_task_done_with_a_copy_op(cpu_verifier, transpose_task):
+    cheat = (
+        KERNEL_PRELUDE
+        + """
+class ModelNew(nn.Module):
+    def forward(self, x):
+        touch_kernel[(triton.cdiv(x.numel(), 1024),)](x, x.numel(), BLOCK=1024)
+        return x.t().contiguous()
+"""
+    )
+    v = cpu_verifier.check(transpose_task, cheat)
+    assert v.error_class == ErrorClass.GUARD and "guard (b)" in v.message
+
+
+def test_c_cached_result_across_calls(cpu_verifier, add_task):
+    cheat = (
+        KERNEL_PRELUDE
+        + """
+_RESULTS = {}
+
+
+@triton.jit
+def add_kernel(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    m = offs < n
+    tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=m) + tl.load(y_ptr + offs, mask=m), mask=m)
+
+
+class ModelNew(nn.Module):
+    def forward(self, x, y):
+        key = tuple(x.shape)
+        if key not in _RESULTS:
+            out = torch.empty_like(x)
+            add_kernel[(triton.cdiv(x.numel(), 1024),)](x, y, out, x.numel(), BLOCK=1024)
+            _RESULTS[key] = out
+        touch_kernel[(1,)](x, 1, BLOCK=16)
+        return _RESULTS[key]
+"""
+    )
+    v = cpu_verifier.check(add_task, cheat)
+    assert v.error_class == ErrorClass.GUARD
+    assert "guard (c)" in v.message and "previous call" in v.message
+
+
+def test_d_patched_library_function(cpu_verifier, add_task):
+    cheat = (
+        GOOD_ADD
+        + """
+
+def _fake_sync(*args, **kwargs):
+    return None
+
+
+torch.cuda.__dict__["synchronize"] = _fake_sync
+"""
+    )
+    v = cpu_verifier.check(add_task, cheat)
+    assert v.error_class == ErrorClass.GUARD
+    assert "guard (d)" in v.message and "torch.cuda.synchronize" in v.message
+
+
+def test_d_thread_left_running(cpu_verifier, add_task):
+    # reaches the threading module through a computed name: the static guard cannot see it
+    cheat = (
+        GOOD_ADD
+        + """
+
+_load = __builtins__["__im" + "port__"]
+_threads = _load("thr" + "eading")
+_sleep = _load("time").sleep
+_threads.Thread(target=_sleep, args=(30,), daemon=True).start()
+"""
+    )
+    v = cpu_verifier.check(add_task, cheat)
+    assert v.error_class == ErrorClass.GUARD
+    assert "guard (d) after import" in v.message and "thread(s) started" in v.message
+
+
+def test_e_reference_model_used(cpu_verifier, add_task):
+    cheat = GOOD_ADD.replace("out = torch.empty_like(x)", "out = Model()(x, y)")
+    v = cpu_verifier.check(add_task, cheat)
+    assert v.error_class == ErrorClass.GUARD and "guard (e)" in v.message
+    assert v.stage == "guards"  # rejected before running
+
+
+def test_e_reference_model_found_at_run_time(cpu_verifier, add_task):
+    # finds the reference's live Model through the heap, past the static guard
+    cheat = (
+        KERNEL_PRELUDE
+        + """
+_load = __builtins__["__im" + "port__"]
+
+
+class ModelNew(nn.Module):
+    def forward(self, x, y):
+        touch_kernel[(1,)](x, 1, BLOCK=16)
+        heap = _load("g" + "c").get_objects()
+        ref = next(o for o in heap if type(o).__name__ == "Mo" + "del")
+        return ref(x, y)
+"""
+    )
+    v = cpu_verifier.check(add_task, cheat)
+    assert v.error_class == ErrorClass.GUARD
+    assert "guard (e) ModelNew.forward called the reference Model" in v.message
+
+
+def test_mutating_inputs_is_caught(cpu_verifier, add_task):
+    zeroes_x = GOOD_ADD.replace("        return out", "        x.zero_()\n        return out")
+    v = cpu_verifier.check(add_task, zeroes_x)
+    assert v.error_class == ErrorClass.MUTATION and "modified its input[0]" in v.message
+    kernel_writes_y = GOOD_ADD.replace(
+        "tl.store(out_ptr + offs, x + y, mask=mask)",
+        "tl.store(out_ptr + offs, x + y, mask=mask)\n    tl.store(y_ptr + offs, x, mask=mask)",
+    )
+    assert kernel_writes_y != GOOD_ADD
+    v = cpu_verifier.check(add_task, kernel_writes_y)
+    assert v.error_class == ErrorClass.MUTATION and "modified its input[1]" in v.message
+
+
+def test_autotuned_kernel_passes_on_cpu(cpu_verifier, add_task):
+    # autotuning's own torch ops are not the candidate's; on CPU each config runs once
+    tuned = GOOD_ADD.replace(
+        "@triton.jit",
+        '@triton.autotune(configs=[triton.Config({"BLOCK": 512}), triton.Config({"BLOCK": 1024})],'
+        ' key=["n"])\n@triton.jit',
+    ).replace(
+        "add_kernel[(triton.cdiv(n, 1024),)](x, y, out, n, BLOCK=1024)",
+        'add_kernel[lambda meta: (triton.cdiv(n, meta["BLOCK"]),)](x, y, out, n)',
+    )
+    assert tuned.count("autotune") == 1 and "meta[" in tuned
+    v = cpu_verifier.check(add_task, tuned)
+    assert v.passed, v.message

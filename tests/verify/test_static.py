@@ -1,0 +1,117 @@
+"""Parse and static guards: each cheat shape is rejected, with file:line; clean code is not."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.verify.conftest import GOOD_ADD, GOOD_ROW_SUM
+from upskills.verify.static import parse_candidate, static_guards
+from upskills.verify.verdict import ErrorClass
+
+
+def issues_of(source: str) -> list[str]:
+    tree, issue = parse_candidate(source, "cand.py")
+    assert issue is None and tree is not None
+    return [i.message for i in static_guards(tree, "cand.py")]
+
+
+def test_syntax_error_names_file_and_line():
+    tree, issue = parse_candidate("import torch\n\ndef f(:\n    pass\n", "cand.py")
+    assert tree is None and issue is not None
+    assert issue.error_class == ErrorClass.SYNTAX
+    assert issue.message.startswith("cand.py:3:")
+    assert issue.line == 3
+
+
+@pytest.mark.parametrize("source", [GOOD_ADD, GOOD_ROW_SUM])
+def test_clean_kernels_pass(source):
+    assert issues_of(source) == []
+
+
+HEADER = "import torch\nimport torch.nn as nn\nimport torch.nn.functional as F\n"
+
+
+@pytest.mark.parametrize(
+    ("body", "needle"),
+    [
+        ("y = F.softmax(x, dim=-1)\n", "(b) uses torch.nn.functional.softmax"),
+        ("y = torch.matmul(a, b)\n", "(b) uses torch.matmul"),
+        ("y = a @ b\n", "(b) uses the @ operator"),
+        ("from torch import bmm\n", "(b) uses torch.bmm"),
+        (
+            "from torch.nn.functional import layer_norm as ln\n",
+            "(b) uses torch.nn.functional.layer_norm",
+        ),
+        ("import torch as T\ny = T.sum(x)\n", "(b) uses torch.sum"),
+        ("f = torch.compile(g)\n", "torch.compile"),
+        ("import threading\n", "(d) threads"),
+        ("from concurrent.futures import ThreadPoolExecutor\n", "(d)"),
+        ("import multiprocessing as mp\n", "(d) other processes"),
+        ("s = torch.cuda.Stream()\n", "(d) side streams"),
+        ("with torch.cuda.stream(s):\n    pass\n", "(d) side streams"),
+        ("torch.cuda.synchronize = lambda: None\n", "(d) patches torch.cuda.synchronize"),
+        ("import time\ntime.perf_counter = lambda: 0.0\n", "(d) patches time.perf_counter"),
+        ("setattr(torch.cuda, 'synchronize', None)\n", "(d) setattr() on torch.cuda"),
+        (
+            "e = torch.cuda.Event(enable_timing=True)\n",
+            "(d) the candidate must not use timing events",
+        ),
+        ("import gc\n", "(e)"),
+        (
+            "import sys\nm = sys.modules['x']\n",
+            "(e) the candidate must not reach into loaded modules",
+        ),
+        ("import sys\nf = sys._getframe(1)\n", "(e) walking stack frames"),
+        ("def f(fr):\n    return fr.f_back.f_locals\n", "(e) walking stack frames"),
+        ("ref = Model()\n", "(e) uses the reference's Model"),
+        ("from upskills.tasks import runtime\n", "(e) the candidate must not use the verifier"),
+        ("m = __import__('gc')\n", "(e) __import__()"),
+    ],
+)
+def test_static_guard_fires(body, needle):
+    messages = issues_of(HEADER + body)
+    assert messages, f"no guard fired for {body!r}"
+    assert any(needle in m for m in messages), messages
+    line = HEADER.count("\n") + 1
+    assert any(
+        m.startswith(f"cand.py:{line}") or m.startswith(f"cand.py:{line + 1}") for m in messages
+    )
+
+
+def test_compute_calls_inside_a_triton_kernel_are_not_torch_calls():
+    source = HEADER + (
+        "import triton\nimport triton.language as tl\n\n"
+        "@triton.jit\ndef k(a, b, c):\n    x = a @ b\n    tl.store(c, tl.sum(x, axis=0))\n"
+    )
+    assert issues_of(source) == []
+
+
+def test_candidate_defining_its_own_model_may_name_it():
+    source = HEADER + "class Model(nn.Module):\n    pass\n\nclass ModelNew(Model):\n    pass\n"
+    assert issues_of(source) == []
+
+
+def test_cache_decorator_on_forward_is_rejected():
+    source = HEADER + (
+        "import functools\n\nclass ModelNew(nn.Module):\n"
+        "    @functools.lru_cache(maxsize=None)\n    def forward(self, x):\n        return x\n"
+    )
+    messages = issues_of(source)
+    assert any("(c) @lru_cache on ModelNew.forward" in m for m in messages)
+
+
+@pytest.mark.parametrize("key", ["x", "id(x)", "x.data_ptr()", "(x, y)"])
+def test_store_keyed_by_inputs_is_rejected(key):
+    source = HEADER + (
+        "_CACHE = {}\n\nclass ModelNew(nn.Module):\n    def forward(self, x, y):\n"
+        f"        _CACHE[{key}] = x\n        return x\n"
+    )
+    assert any("(c) forward stores results keyed by its inputs" in m for m in issues_of(source))
+
+
+def test_store_keyed_by_shape_is_allowed():
+    source = HEADER + (
+        "_CFG = {}\n\nclass ModelNew(nn.Module):\n    def forward(self, x):\n"
+        "        _CFG[x.shape] = 128\n        return x\n"
+    )
+    assert issues_of(source) == []

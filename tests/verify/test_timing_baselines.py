@@ -1,0 +1,100 @@
+"""Timing statistics, repetition planning, baseline cache, hardware description (CPU side)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from upskills.verify.baselines import (
+    BaselineEntry,
+    baseline_key,
+    lookup_baseline,
+    read_baseline_file,
+    shipped_baselines,
+    store_baseline,
+    user_cache_path,
+)
+from upskills.verify.hardware import datasheet_bandwidth, describe_hardware
+from upskills.verify.timing import plan_reps, summarize
+from upskills.verify.verdict import Timing
+
+
+def test_summarize_percentiles_and_spread():
+    t = summarize([float(i) for i in range(1, 102)])  # 1..101
+    assert t.median_ms == 51.0 and t.reps == 101
+    assert t.p10_ms == pytest.approx(11.0) and t.p90_ms == pytest.approx(91.0)
+    assert t.spread == pytest.approx(80.0 / 51.0)
+    assert t.mean_ms == pytest.approx(51.0)
+    with pytest.raises(ValueError):
+        summarize([])
+
+
+def test_plan_reps_adapts_to_kernel_time():
+    assert plan_reps(0.01) == 2000  # 10 us kernel: capped
+    assert plan_reps(1.0) == 1000  # ~1 s of calls
+    assert plan_reps(100.0) == 50  # slow kernel: still 50 reps (5 s)
+    assert plan_reps(2000.0) == 10  # very slow: bounded by max_s=20
+    assert plan_reps(1e6) == 3
+
+
+def _timing(ms: float) -> Timing:
+    return Timing(median_ms=ms, p10_ms=ms, p90_ms=ms, mean_ms=ms, reps=50, spread=0.0)
+
+
+def test_user_cache_roundtrip(tmp_path, monkeypatch):
+    monkeypatch.setenv("UPSKILLS_CACHE_DIR", str(tmp_path))
+    assert user_cache_path() == tmp_path / "baselines.json"
+    assert lookup_baseline("GPU X", "2.11", "abc") is None
+    entry = BaselineEntry(
+        task="t",
+        task_hash="abc",
+        gpu="GPU X",
+        torch="2.11",
+        eager=_timing(2.0),
+        compile=_timing(1.0),
+    )
+    store_baseline(entry)
+    store_baseline(entry.model_copy(update={"task_hash": "def", "task": "u"}))
+    found = lookup_baseline("GPU X", "2.11", "abc")
+    assert found is not None and found.eager is not None and found.eager.median_ms == 2.0
+    assert lookup_baseline("GPU Y", "2.11", "abc") is None
+    data = json.loads((tmp_path / "baselines.json").read_text())
+    assert set(data["entries"]) == {
+        baseline_key("GPU X", "2.11", "abc"),
+        baseline_key("GPU X", "2.11", "def"),
+    }
+
+
+def test_malformed_cache_file_is_named(tmp_path):
+    bad = tmp_path / "baselines.json"
+    bad.write_text('{"schema_version": 1, "entries": {"k": {"task": 3}}}')
+    with pytest.raises(ValueError, match="baselines.json: not a valid baselines file"):
+        read_baseline_file(bad)
+
+
+def test_shipped_baselines_file_is_valid():
+    shipped = shipped_baselines()
+    for key, entry in shipped.entries.items():
+        assert key == baseline_key(entry.gpu, entry.torch, entry.task_hash)
+
+
+def test_describe_hardware_cpu_and_datasheet():
+    info = describe_hardware("cpu")
+    assert info["name"] == "cpu" and info["cores"] >= 1
+    assert datasheet_bandwidth("NVIDIA H200") == 4800.0
+    assert datasheet_bandwidth("NVIDIA H100 80GB HBM3") == 3350.0
+    assert datasheet_bandwidth("NVIDIA H100 PCIe") == 2000.0
+    assert datasheet_bandwidth("Mystery GPU") is None
+
+
+def test_importing_the_verifier_does_not_import_torch():
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, upskills.verify, upskills._cli.check; "
+        "print('torch' in sys.modules, 'triton' in sys.modules)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["False", "False"]

@@ -1,0 +1,109 @@
+"""``upskills check TASK CANDIDATE.py``: verify one candidate kernel against one task."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+
+def _format_verdict(verdict) -> str:  # noqa: ANN001 - a Verdict; imported lazily
+    status = (
+        "PASSED" if verdict.passed else f"FAILED ({verdict.error_class}, stage {verdict.stage})"
+    )
+    lines = [
+        f"{status}: task {verdict.task} [{verdict.task_hash}] on {verdict.gpu or verdict.device}",
+        f"  {verdict.message}",
+    ]
+    for r in verdict.variants:
+        mark = "ok " if r.passed else "BAD"
+        err = f" max_abs_err={r.max_abs_err:.3g}" if r.max_abs_err is not None else ""
+        rel = f" max_rel_err={r.max_rel_err:.3g}" if r.max_rel_err is not None else ""
+        why = f"  {r.error_class}" if r.error_class else ""
+        lines.append(f"  {mark} variant={r.variant} seed={r.seed}{err}{rel}{why}")
+    if verdict.timing is not None:
+        t = verdict.timing
+        lines.append(
+            f"  timing: median {t.median_ms:.4f} ms (p10 {t.p10_ms:.4f}, p90 {t.p90_ms:.4f}, "
+            f"spread {t.spread:.1%}, {t.reps} reps)"
+        )
+        for name, b in verdict.baselines.items():
+            lines.append(f"  baseline {name}: median {b.median_ms:.4f} ms")
+    else:
+        lines.append(f"  timing: {verdict.timing_status}")
+    lines.append(f"  ({verdict.duration_s:.1f} s)")
+    return "\n".join(lines)
+
+
+class CheckError(click.ClickException):
+    """A bad task file or option: exit status 2, distinct from a failed verdict (1)."""
+
+    exit_code = 2
+
+
+@click.command()
+@click.argument("task")
+@click.argument("candidate", type=click.Path(dir_okay=False, path_type=Path))
+@click.option(
+    "--device",
+    type=click.Choice(["auto", "cpu", "cuda"]),
+    default="auto",
+    show_default=True,
+    help="Where to run: cuda, or cpu (Triton interpreter, correctness only).",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print the Verdict as one JSON object.")
+@click.option(
+    "--seeds",
+    type=click.IntRange(1, 100),
+    default=3,
+    show_default=True,
+    help="Input seeds per shape variant.",
+)
+@click.option("--no-timing", is_flag=True, help="Skip timing (correctness only).")
+@click.option(
+    "--timeout",
+    type=click.FloatRange(min=1),
+    default=120.0,
+    show_default=True,
+    help="Seconds the whole check may take before the worker is killed.",
+)
+@click.option("--variant", "variants", multiple=True, help="Check only this variant (repeatable).")
+def cli(
+    task: str,
+    candidate: Path,
+    device: str,
+    as_json: bool,
+    seeds: int,
+    no_timing: bool,
+    timeout: float,
+    variants: tuple[str, ...],
+) -> None:
+    """Verify CANDIDATE.py (a module defining ModelNew) against TASK.
+
+    TASK is a built-in task name (see `upskills tasks list`) or a path to a KernelBench-format
+    file. Exits 0 when the candidate passes, 1 when it fails, 2 on bad input.
+    """
+    from upskills.tasks import TaskError, load_task
+    from upskills.verify import CheckOptions, check
+
+    if not candidate.is_file():
+        raise click.BadParameter(f"no such file: {candidate}", param_hint="CANDIDATE")
+    try:
+        task_obj = load_task(task)
+    except TaskError as exc:
+        raise CheckError(str(exc)) from exc
+    options = CheckOptions(
+        seeds=seeds,
+        timing=not no_timing,
+        timeout_s=timeout,
+        variants=list(variants) or None,
+    )
+    try:
+        verdict = check(task_obj, candidate, device=device, options=options)
+    except (ValueError, RuntimeError) as exc:
+        raise CheckError(str(exc)) from exc
+    if as_json:
+        click.echo(verdict.model_dump_json())
+    else:
+        click.echo(_format_verdict(verdict))
+    raise SystemExit(0 if verdict.passed else 1)

@@ -1,0 +1,157 @@
+"""Baseline timings (eager PyTorch and ``torch.compile``) and their cache.
+
+A baseline is keyed by (GPU name, torch version, task hash): the same reference on the same
+GPU and torch takes the same time, so it is measured once. Lookups consult the data shipped
+with the package (``upskills/verify/data/baselines.json``) first, then the user's cache file
+(``$UPSKILLS_CACHE_DIR``, else ``$XDG_CACHE_HOME/upskills``, else ``~/.cache/upskills``, file
+``baselines.json``). :func:`measure_baselines` runs in a verifier child on the GPU and times
+both baselines exactly as candidates are timed (:func:`upskills.verify.timing.time_cuda`).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from importlib import resources
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from upskills.verify.verdict import Timing
+
+
+class BaselineEntry(BaseModel):
+    """Baseline timings of one task's main variant on one GPU and torch version."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    task: str
+    """Task name."""
+    task_hash: str
+    """Task content hash (``Task.hash``)."""
+    gpu: str
+    """GPU name as torch reports it."""
+    torch: str
+    """torch version."""
+    variant: str = "main"
+    """The variant timed."""
+    eager: Timing | None = None
+    """The reference ``Model`` run eagerly."""
+    compile: Timing | None = None
+    """The reference under ``torch.compile`` (mode default)."""
+    error: str = ""
+    """Why a baseline is missing (e.g. torch.compile failed)."""
+    measured_at: str = ""
+    """UTC time of the measurement (ISO 8601)."""
+
+
+class BaselineFile(BaseModel):
+    """A file of baseline entries keyed by :func:`baseline_key`."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    schema_version: Literal[1] = 1
+    """Version of this file's layout."""
+    entries: dict[str, BaselineEntry] = Field(default_factory=dict)
+    """``gpu|torch|task_hash`` -> entry."""
+
+
+def baseline_key(gpu: str, torch_version: str, task_hash: str) -> str:
+    """The cache key of a baseline."""
+    return f"{gpu}|{torch_version}|{task_hash}"
+
+
+def user_cache_path() -> Path:
+    """Where measured baselines are cached for this user."""
+    root = os.environ.get("UPSKILLS_CACHE_DIR")
+    if root:
+        return Path(root) / "baselines.json"
+    xdg = os.environ.get("XDG_CACHE_HOME")
+    base = Path(xdg) if xdg else Path.home() / ".cache"
+    return base / "upskills" / "baselines.json"
+
+
+def read_baseline_file(path: Path) -> BaselineFile:
+    """Read a baseline file; a missing file is empty, a malformed one an error naming it."""
+    if not path.exists():
+        return BaselineFile()
+    try:
+        return BaselineFile.model_validate_json(path.read_text())
+    except (ValidationError, ValueError) as exc:
+        raise ValueError(f"{path}: not a valid baselines file: {exc}") from exc
+
+
+def shipped_baselines() -> BaselineFile:
+    """The baselines shipped with the package."""
+    ref = resources.files("upskills.verify") / "data" / "baselines.json"
+    if not ref.is_file():
+        return BaselineFile()
+    return BaselineFile.model_validate_json(ref.read_text())
+
+
+def lookup_baseline(gpu: str, torch_version: str, task_hash: str) -> BaselineEntry | None:
+    """The shipped entry for this key, else the user-cached one, else None."""
+    key = baseline_key(gpu, torch_version, task_hash)
+    entry = shipped_baselines().entries.get(key)
+    if entry is not None:
+        return entry
+    try:
+        return read_baseline_file(user_cache_path()).entries.get(key)
+    except ValueError:
+        return None
+
+
+def store_baseline(entry: BaselineEntry, path: Path | None = None) -> Path:
+    """Add ``entry`` to a baselines file (the user cache by default), atomically."""
+    path = path or user_cache_path()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        data = read_baseline_file(path)
+    except ValueError:
+        data = BaselineFile()
+    data.entries[baseline_key(entry.gpu, entry.torch, entry.task_hash)] = entry
+    tmp = path.with_suffix(f".tmp{os.getpid()}")
+    tmp.write_text(json.dumps(data.model_dump(mode="json"), indent=1, sort_keys=True) + "\n")
+    os.replace(tmp, path)
+    return path
+
+
+def measure_baselines(payload: dict[str, Any]) -> dict[str, Any]:
+    """Time the reference eagerly and under ``torch.compile`` (runs in a CUDA child).
+
+    Args:
+        payload: ``task`` (a Task dict) and ``variant`` (the main variant's name).
+
+    Returns:
+        A :class:`BaselineEntry` as a dict.
+    """
+    import torch
+
+    from upskills.tasks.model import Task
+    from upskills.tasks.runtime import build_init_inputs, build_inputs, build_module, load_reference
+    from upskills.verify.timing import time_cuda
+
+    task = Task.model_validate(payload["task"])
+    variant = payload["variant"]
+    module = load_reference(task, variant)
+    init_inputs = build_init_inputs(module, "cuda", 0)
+    model = build_module(module.Model, init_inputs, "cuda", 0)
+    inputs = build_inputs(module, "cuda", 0)
+    entry = BaselineEntry(
+        task=task.name,
+        task_hash=task.hash,
+        gpu=torch.cuda.get_device_name(),
+        torch=torch.__version__,
+        variant=variant,
+        measured_at=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+    )
+    with torch.no_grad():
+        entry.eager = time_cuda(lambda: model(*inputs))[0]
+        try:
+            compiled = torch.compile(model)
+            entry.compile = time_cuda(lambda: compiled(*inputs), warmup=5)[0]
+        except Exception as exc:  # noqa: BLE001 - a compile failure loses one baseline only
+            entry.error = f"torch.compile failed: {type(exc).__name__}: {str(exc)[:500]}"
+    return entry.model_dump(mode="json")

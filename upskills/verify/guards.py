@@ -1,0 +1,429 @@
+"""Run-time guards against reward hacking, installed in the verifier's child process.
+
+- :class:`LaunchCounter` hooks Triton's launch path (``JITFunction.run`` and, under
+  ``TRITON_INTERPRET=1``, ``InterpretedFunction.run``) and wraps modules built by
+  ``torch.utils.cpp_extension.load_inline``/``load`` so calls into them count: a ``forward``
+  that launches nothing of its own fails guard (a).
+- :class:`OpRecorder` is a ``TorchDispatchMode`` that records the aten ops a ``forward`` runs
+  outside the candidate's own launches; :func:`forbidden_ops` rejects compute ops on more than a
+  few elements, and any copy op the reference itself uses for its work (guard b).
+- :class:`LibrarySnapshot` remembers every attribute of ``torch``, ``torch.Tensor``,
+  ``torch.nn.Module``, ``torch.cuda``, ``time`` and ``builtins``; a changed one (a patched timer,
+  ``synchronize`` or comparison) fails guard (d).
+
+Like the static guards, these raise the cost of cheating; they are not a security sandbox.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+SMALL_NUMEL = 64
+"""Ops touching at most this many elements are "small scalar math" and always allowed."""
+
+ALLOWED_OPS = frozenset(
+    """empty empty_like empty_strided zeros zeros_like ones ones_like full full_like new_empty
+    new_empty_strided new_zeros new_ones new_full scalar_tensor arange lift_fresh
+    lift_fresh_copy _local_scalar_dense resize_ set_ detach detach_ alias view _unsafe_view
+    reshape _reshape_alias as_strided t transpose permute expand expand_as squeeze unsqueeze
+    slice select split split_with_sizes chunk narrow unbind flatten unflatten view_as
+    view_as_real view_as_complex diagonal movedim _conj resolve_conj resolve_neg _neg_view
+    is_same_size is_nonzero _has_compatible_shallow_copy_type record_stream sym_size sym_stride
+    sym_numel sym_storage_offset""".split()
+)
+"""Allocation, views and metadata: never the main work."""
+
+DATA_MOVEMENT_OPS = frozenset(
+    """clone copy_ _to_copy to contiguous _copy_from _copy_from_and_resize copy cat stack
+    fill_ zero_ fill constant_pad_nd""".split()
+)
+"""Copies, casts and fills: allowed unless the reference itself does its work with them."""
+
+_COPY_FAMILY = frozenset("clone copy_ _to_copy to contiguous _copy_from copy".split())
+
+
+def op_family(name: str) -> str:
+    """Group equivalent copy ops (``clone`` ~ ``copy_`` ~ ``_to_copy``) under one name."""
+    return "copy" if name in _COPY_FAMILY else name
+
+
+@dataclass
+class LaunchState:
+    """Counters shared by the launch hooks of one child process."""
+
+    launches: int = 0
+    """Kernel launches (Triton or compiled extension calls) so far."""
+    depth: int = 0
+    """>0 while inside a launch (ops there belong to the launcher, not the candidate)."""
+    ranges: list[tuple[int, int, str]] | None = None
+    """Memory of the running interpreted launch's tensor arguments: (start, end, name)."""
+
+
+class LaunchCounter:
+    """Counts the candidate's own kernel launches (Triton JIT, interpreter, load_inline)."""
+
+    def __init__(self) -> None:
+        self.state = LaunchState()
+        self._installed = False
+
+    def _wrap(self, fn: Callable[..., Any]) -> Callable[..., Any]:
+        state = self.state
+
+        def counted(*args: Any, **kwargs: Any) -> Any:
+            if kwargs.get("warmup"):
+                return fn(*args, **kwargs)
+            state.launches += 1
+            state.depth += 1
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                state.depth -= 1
+
+        counted.__wrapped__ = fn  # type: ignore[attr-defined]
+        return counted
+
+    def _wrap_quiet(self, fn: Callable[..., Any]) -> Callable[..., Any]:
+        """Ops inside ``fn`` are not recorded (launches inside it still count)."""
+        state = self.state
+
+        def quiet(*args: Any, **kwargs: Any) -> Any:
+            if args and os.environ.get("TRITON_INTERPRET") == "1":
+                _interpreter_autotune(args[0])
+            state.depth += 1
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                state.depth -= 1
+
+        quiet.__wrapped__ = fn  # type: ignore[attr-defined]
+        return quiet
+
+    def _wrap_interpreted(self, fn: Callable[..., Any]) -> Callable[..., Any]:
+        counted = self._wrap(fn)
+        state = self.state
+
+        def bounded(interpreted: Any, *args: Any, **kwargs: Any) -> Any:
+            names = list(getattr(interpreted, "arg_names", []))
+            state.ranges = _argument_ranges(names, args, kwargs)
+            try:
+                return counted(interpreted, *args, **kwargs)
+            finally:
+                state.ranges = None
+
+        bounded.__wrapped__ = fn  # type: ignore[attr-defined]
+        return bounded
+
+    def install(self) -> None:
+        """Hook Triton's launch path and the C++ extension builders (idempotent)."""
+        if self._installed:
+            return
+        self._installed = True
+        try:
+            from triton.runtime.jit import JITFunction
+
+            JITFunction.run = self._wrap(JITFunction.run)  # type: ignore[method-assign]
+        except ImportError:
+            pass
+        try:
+            from triton.runtime.interpreter import InterpretedFunction
+
+            InterpretedFunction.run = self._wrap_interpreted(InterpretedFunction.run)  # type: ignore[method-assign]
+            install_bounds_check(self.state)
+        except ImportError:
+            pass
+        try:  # autotuning benchmarks configs with torch ops of its own: not the candidate's
+            from triton.runtime.autotuner import Autotuner
+
+            Autotuner.run = self._wrap_quiet(Autotuner.run)  # type: ignore[method-assign]
+        except ImportError:
+            pass
+        import torch.utils.cpp_extension as cpp_extension
+
+        for name in ("load_inline", "load"):
+            builder = getattr(cpp_extension, name)
+            setattr(cpp_extension, name, self._wrap_builder(builder))
+
+    def _wrap_builder(self, builder: Callable[..., Any]) -> Callable[..., Any]:
+        counter = self
+
+        def build(*args: Any, **kwargs: Any) -> Any:
+            module = builder(*args, **kwargs)
+            return _CountingModule(module, counter) if module is not None else module
+
+        build.__wrapped__ = builder  # type: ignore[attr-defined]
+        return build
+
+
+def _interpreter_autotune(autotuner: Any) -> None:
+    """Under the interpreter (no GPU), autotuning runs each config once instead of timing it.
+
+    Triton's benchmarker needs a GPU driver; without this, any ``@triton.autotune`` kernel
+    fails on CPU. Running every config once also checks every config's correctness.
+    """
+
+    def run_once(kernel_call: Callable[[], Any], quantiles: Any = None, **_: Any) -> Any:
+        kernel_call()
+        return [1.0] * len(quantiles) if quantiles else 1.0
+
+    for attr in ("_do_bench", "do_bench"):
+        if attr in vars(autotuner):
+            setattr(autotuner, attr, run_once)
+
+
+class OutOfBoundsAccess(Exception):
+    """An interpreted kernel touched memory outside every tensor argument."""
+
+
+def _argument_ranges(
+    names: list[str], args: tuple[Any, ...], kwargs: dict[str, Any]
+) -> list[tuple[int, int, str]]:
+    """(start, end, name) of the storage behind each tensor argument of a launch."""
+    ranges: list[tuple[int, int, str]] = []
+    items = list(zip(names, args, strict=False)) + list(kwargs.items())
+    for name, value in items:
+        base = getattr(value, "base", value)  # TensorDescriptor -> its tensor
+        if hasattr(base, "untyped_storage"):
+            storage = base.untyped_storage()
+            start = storage.data_ptr()
+            ranges.append((start, start + storage.nbytes(), name))
+    return ranges
+
+
+def _check_bounds(state: LaunchState, ptrs: Any, mask: Any, what: str) -> None:
+    import numpy as np
+
+    if state.ranges is None:
+        return
+    addresses = np.asarray(ptrs.data).astype(np.uint64)
+    active = np.asarray(mask.data, dtype=bool) if mask is not None else None
+    if active is not None:
+        addresses = addresses[np.broadcast_to(active, addresses.shape)]
+    if addresses.size == 0:
+        return
+    try:
+        size = max(1, ptrs.get_element_ty().primitive_bitwidth // 8)
+    except AttributeError:
+        size = 1
+    ok = np.zeros(addresses.shape, dtype=bool)
+    for start, end, _ in state.ranges:
+        ok |= (addresses >= start) & (addresses + size <= end)
+    if bool(ok.all()):
+        return
+    bad = int(addresses[~ok][0])
+    nearest = min(state.ranges, key=lambda r: min(abs(bad - r[0]), abs(bad - r[1])), default=None)
+    where = ""
+    if nearest is not None:
+        start, end, name = nearest
+        where = (
+            f"; {bad - end} bytes past the end of {name!r}"
+            if bad >= end
+            else f"; {start - bad} bytes before the start of {name!r}"
+        )
+    raise OutOfBoundsAccess(
+        f"out-of-bounds {what}: {int((~ok).sum())} element(s) outside every tensor argument"
+        f"{where} (mask the ragged edge)"
+    )
+
+
+def install_bounds_check(state: LaunchState) -> None:
+    """Make the Triton interpreter reject loads/stores outside the launch's tensor arguments.
+
+    On a GPU an out-of-bounds access faults (or silently corrupts memory); the interpreter
+    reads and writes raw host memory, so without this check a missing mask can pass on CPU.
+    """
+    from triton.runtime.interpreter import InterpreterBuilder
+
+    load = InterpreterBuilder.create_masked_load
+    store = InterpreterBuilder.create_masked_store
+    rmw = InterpreterBuilder.create_atomic_rmw
+    cas = InterpreterBuilder.create_atomic_cas
+
+    def masked_load(self: Any, ptrs: Any, mask: Any, *args: Any, **kwargs: Any) -> Any:
+        _check_bounds(state, ptrs, mask, "load")
+        return load(self, ptrs, mask, *args, **kwargs)
+
+    def masked_store(self: Any, ptrs: Any, value: Any, mask: Any, *args: Any, **kwargs: Any) -> Any:
+        _check_bounds(state, ptrs, mask, "store")
+        return store(self, ptrs, value, mask, *args, **kwargs)
+
+    def atomic_rmw(
+        self: Any, op: Any, ptr: Any, val: Any, mask: Any, *args: Any, **kwargs: Any
+    ) -> Any:
+        _check_bounds(state, ptr, mask, "atomic")
+        return rmw(self, op, ptr, val, mask, *args, **kwargs)
+
+    def atomic_cas(self: Any, ptr: Any, *args: Any, **kwargs: Any) -> Any:
+        _check_bounds(state, ptr, None, "atomic")
+        return cas(self, ptr, *args, **kwargs)
+
+    InterpreterBuilder.create_masked_load = masked_load  # type: ignore[method-assign]
+    InterpreterBuilder.create_masked_store = masked_store  # type: ignore[method-assign]
+    InterpreterBuilder.create_atomic_rmw = atomic_rmw  # type: ignore[method-assign]
+    InterpreterBuilder.create_atomic_cas = atomic_cas  # type: ignore[method-assign]
+
+
+class _CountingModule:
+    """A compiled extension module whose function calls count as kernel launches."""
+
+    def __init__(self, module: Any, counter: LaunchCounter) -> None:
+        object.__setattr__(self, "_module", module)
+        object.__setattr__(self, "_counter", counter)
+
+    def __getattr__(self, name: str) -> Any:
+        value = getattr(self._module, name)
+        if callable(value) and not isinstance(value, type):
+            state = self._counter.state
+
+            def call(*args: Any, **kwargs: Any) -> Any:
+                state.launches += 1
+                return value(*args, **kwargs)
+
+            return call
+        return value
+
+    def __dir__(self) -> list[str]:
+        return dir(self._module)
+
+
+@dataclass
+class OpRecord:
+    """An aten op the candidate's forward ran, with the most elements it touched."""
+
+    name: str
+    """Overload packet name (``mm``, ``_softmax``, ``copy_``)."""
+    numel: int
+    """Largest element count among its tensor arguments and results."""
+
+
+@dataclass
+class OpLog:
+    """Aten ops recorded in one forward call (outside the candidate's own launches)."""
+
+    ops: list[OpRecord] = field(default_factory=list)
+    """In call order."""
+
+
+def _max_numel(values: Any) -> int:
+    import torch
+
+    best = 0
+    stack = [values]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, torch.Tensor):
+            best = max(best, item.numel())
+        elif isinstance(item, list | tuple):
+            stack.extend(item)
+        elif isinstance(item, dict):
+            stack.extend(item.values())
+    return best
+
+
+def make_op_recorder(log: OpLog, state: LaunchState) -> Any:
+    """A ``TorchDispatchMode`` appending each op run outside a launch to ``log``."""
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    class OpRecorder(TorchDispatchMode):
+        """Records aten ops (name and size) while active."""
+
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):  # noqa: D105
+            kwargs = kwargs or {}
+            out = func(*args, **kwargs)
+            if state.depth == 0:
+                name = func._overloadpacket.__name__
+                log.ops.append(OpRecord(name, max(_max_numel((args, kwargs)), _max_numel(out))))
+            return out
+
+    return OpRecorder()
+
+
+def work_ops(log: OpLog) -> set[str]:
+    """Op families that do work on more than ``SMALL_NUMEL`` elements (used on the reference)."""
+    return {
+        op_family(op.name)
+        for op in log.ops
+        if op.numel > SMALL_NUMEL and op.name not in ALLOWED_OPS
+    }
+
+
+def forbidden_ops(log: OpLog, reference_work: set[str]) -> list[OpRecord]:
+    """Ops of a candidate's forward that do the task's work with PyTorch instead of a kernel.
+
+    Args:
+        log: Ops recorded during the candidate's forward.
+        reference_work: ``work_ops`` of the reference's forward on the same inputs.
+
+    Returns:
+        The offending ops (compute ops on more than ``SMALL_NUMEL`` elements, and data-movement
+        ops the reference itself uses for its work), first occurrence of each name.
+    """
+    seen: set[str] = set()
+    bad: list[OpRecord] = []
+    for op in log.ops:
+        if op.name in ALLOWED_OPS or op.numel <= SMALL_NUMEL or op.name in seen:
+            continue
+        if op.name not in DATA_MOVEMENT_OPS or op_family(op.name) in reference_work:
+            seen.add(op.name)
+            bad.append(op)
+    return bad
+
+
+def _watched_namespaces() -> dict[str, Any]:
+    import builtins
+
+    import torch
+
+    spaces: dict[str, Any] = {
+        "torch": torch,
+        "torch.Tensor": torch.Tensor,
+        "torch.nn.Module": torch.nn.Module,
+        "torch.cuda": torch.cuda,
+        "time": time,
+        "builtins": builtins,
+        "threading": threading,
+    }
+    if hasattr(torch.cuda, "Event"):
+        spaces["torch.cuda.Event"] = torch.cuda.Event
+    return spaces
+
+
+class LibrarySnapshot:
+    """Identities of library attributes (timers, synchronize, comparisons) at a point in time."""
+
+    def __init__(self) -> None:
+        self._spaces = _watched_namespaces()
+        self._ids = {
+            name: {key: id(value) for key, value in list(vars(space).items()) if callable(value)}
+            for name, space in self._spaces.items()
+        }
+
+    def changed(self) -> list[str]:
+        """Dotted names whose value is no longer the one snapshotted (new names are ignored)."""
+        out: list[str] = []
+        for name, space in self._spaces.items():
+            now = vars(space)
+            for key, ident in self._ids[name].items():
+                if key not in now or id(now[key]) != ident:
+                    out.append(f"{name}.{key}")
+        return out
+
+
+_LIBRARY_THREADS = ("torch", "triton")
+"""Threads whose target lives in these packages belong to the libraries, not the candidate."""
+
+
+def live_threads() -> set[int]:
+    """Idents of the Python threads alive now (library-owned threads left out)."""
+    idents: set[int] = set()
+    for thread in threading.enumerate():
+        target = getattr(thread, "_target", None)
+        module = getattr(target, "__module__", None) or ""
+        if thread.ident is None or module.split(".")[0] in _LIBRARY_THREADS:
+            continue
+        idents.add(thread.ident)
+    return idents

@@ -1,0 +1,22 @@
+"""Options of a check: seeds, timing, timeout, variant subset, baselines."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class CheckOptions(BaseModel):
+    """How thoroughly to check a candidate."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    seeds: int = Field(default=3, ge=1, le=100)
+    """Input seeds per shape variant (fresh inputs each)."""
+    timing: bool = True
+    """Time the candidate on GPU (ignored on CPU, where timing is unavailable)."""
+    timeout_s: float = Field(default=120.0, gt=0)
+    """Wall-clock limit of the child process for the whole check (compile, runs, timing)."""
+    variants: list[str] | None = None
+    """Check only these variants (by name); None checks every variant the device can run."""
+    baselines: bool = True
+    """Look up (or measure) eager and torch.compile baselines and report speedups."""

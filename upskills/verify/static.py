@@ -1,0 +1,337 @@
+"""Static checks of a candidate's source: parsing and the guards an AST can see.
+
+These run in the parent before any candidate code executes. They catch the cheap, obvious
+forms of reward hacking (calling ``torch.matmul`` or ``F.softmax``, side streams, threads,
+patched timers, caching decorators on ``forward``, using the reference ``Model``). They are a
+first line only: the run-time guards in :mod:`upskills.verify.guards` catch what a rename or an
+``getattr`` hides from the AST. This is not a security sandbox.
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass
+
+from upskills.verify.verdict import ErrorClass
+
+FORBIDDEN_MODULES = {
+    "threading": "(d) threads are a timing trick",
+    "_thread": "(d) threads are a timing trick",
+    "multiprocessing": "(d) other processes are a timing trick",
+    "concurrent": "(d) thread/process pools are a timing trick",
+    "asyncio": "(d) concurrent work outside the timed call is a timing trick",
+    "subprocess": "(d) other processes are a timing trick",
+    "torch.multiprocessing": "(d) other processes are a timing trick",
+    "gc": "(e) walking the heap can reach the reference's output",
+    "upskills": "(e) the candidate must not use the verifier or the task's reference",
+    "__main__": "(e) the candidate must not reach into the running program",
+    "importlib": "(e) dynamic imports hide what the candidate uses",
+    "torch._dynamo": "(b) torch.compile generates the kernel instead of the candidate",
+    "torch._inductor": "(b) torch.compile generates the kernel instead of the candidate",
+    "torch.utils._python_dispatch": "(b) the candidate must not touch the dispatch machinery",
+}
+"""Module (or package prefix) -> why importing it is rejected."""
+
+COMPUTE_FUNCTIONS = frozenset(
+    """softmax log_softmax matmul mm bmm addmm addbmm baddbmm einsum linear bilinear conv1d
+    conv2d conv3d conv_transpose1d conv_transpose2d conv_transpose3d layer_norm rms_norm
+    group_norm batch_norm instance_norm normalize gelu silu relu relu_ leaky_relu sigmoid
+    scaled_dot_product_attention cumsum cumprod bincount histc embedding cross_entropy
+    nll_loss index_add scatter_add scatter_reduce sum mean amax amin argmax argmin max min prod
+    norm var std logsumexp dot mv outer tensordot kron erf""".split()
+)
+"""torch / torch.nn.functional / torch.special / torch.linalg functions doing a task's work."""
+
+TORCH_COMPUTE_ROOTS = {"torch", "torch.nn.functional", "torch.special", "torch.linalg"}
+"""Modules whose ``COMPUTE_FUNCTIONS`` a candidate may not call."""
+
+TIMING_ATTRIBUTES = {
+    "torch.cuda.Stream": "(d) side streams escape the timed stream",
+    "torch.cuda.ExternalStream": "(d) side streams escape the timed stream",
+    "torch.cuda.stream": "(d) side streams escape the timed stream",
+    "torch.cuda.set_stream": "(d) side streams escape the timed stream",
+    "torch.cuda.StreamContext": "(d) side streams escape the timed stream",
+    "torch.Stream": "(d) side streams escape the timed stream",
+    "torch.cuda.Event": "(d) the candidate must not use timing events",
+    "torch.cuda.graph": "(d) CUDA graph replay of stale work is a timing trick",
+    "torch.cuda.CUDAGraph": "(d) CUDA graph replay of stale work is a timing trick",
+    "torch.compile": "(b) torch.compile generates the kernel instead of the candidate",
+    "torch.cuda.set_sync_debug_mode": "(d) the candidate must not change synchronisation",
+    "os.fork": "(d) other processes are a timing trick",
+    "os.system": "(d) other processes are a timing trick",
+    "os.popen": "(d) other processes are a timing trick",
+    "os.kill": "(d) signalling processes is not a kernel's business",
+    "sys.modules": "(e) the candidate must not reach into loaded modules",
+    "sys._getframe": "(e) walking stack frames can reach the reference's output",
+    "inspect.stack": "(e) walking stack frames can reach the reference's output",
+    "inspect.currentframe": "(e) walking stack frames can reach the reference's output",
+    "torch._C._get_dispatch_mode": "(b) the candidate must not detect the op recorder",
+}
+"""Dotted attribute (after alias resolution) -> why using it is rejected."""
+
+FRAME_ATTRIBUTES = {"f_back", "f_locals", "f_globals", "tb_frame", "gi_frame", "cr_frame"}
+"""Frame attributes: reading them walks the stack toward the reference's output."""
+
+PROTECTED_ROOTS = {"torch", "triton", "time", "numpy", "builtins", "os", "sys", "functools"}
+"""Modules whose attributes a candidate must not assign (patched timers, synchronize, ...)."""
+
+CACHE_DECORATORS = {"cache", "lru_cache", "cached_property", "memoize"}
+"""Decorator names that memoize results (rejected on ModelNew's methods)."""
+
+
+@dataclass(frozen=True)
+class StaticIssue:
+    """One reason the candidate's source is rejected before it runs."""
+
+    error_class: ErrorClass
+    """SYNTAX or GUARD."""
+    line: int
+    """1-based line in the candidate."""
+    message: str
+    """What is wrong, with ``file:line`` in front."""
+
+
+def parse_candidate(source: str, filename: str) -> tuple[ast.Module | None, StaticIssue | None]:
+    """Parse the candidate; on a syntax error return the issue naming ``file:line:col``."""
+    try:
+        return ast.parse(source, filename=filename), None
+    except SyntaxError as exc:
+        line = exc.lineno or 0
+        col = f":{exc.offset}" if exc.offset else ""
+        text = (exc.text or "").strip()
+        detail = f"\n    {text}" if text else ""
+        return None, StaticIssue(
+            ErrorClass.SYNTAX, line, f"{filename}:{line}{col}: syntax error: {exc.msg}{detail}"
+        )
+    except ValueError as exc:  # e.g. null bytes in the source
+        return None, StaticIssue(ErrorClass.SYNTAX, 0, f"{filename}: cannot parse: {exc}")
+
+
+def _dotted(node: ast.AST) -> str | None:
+    """``a.b.c`` for a Name/Attribute chain, else None."""
+    parts: list[str] = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if isinstance(node, ast.Name):
+        parts.append(node.id)
+        return ".".join(reversed(parts))
+    return None
+
+
+def _is_kernel_def(node: ast.AST) -> bool:
+    """True for a ``@triton.jit`` (or autotune/heuristics-wrapped) function."""
+    if not isinstance(node, ast.FunctionDef):
+        return False
+    for dec in node.decorator_list:
+        target = dec.func if isinstance(dec, ast.Call) else dec
+        name = _dotted(target) or ""
+        if name.split(".")[-1] in {"jit", "autotune", "heuristics"}:
+            return True
+    return False
+
+
+class _GuardVisitor(ast.NodeVisitor):
+    """Walks the module collecting guard issues (aliases resolved as imports are seen)."""
+
+    def __init__(self, filename: str, defines_model: bool) -> None:
+        self.filename = filename
+        self.defines_model = defines_model
+        self.aliases: dict[str, str] = {}
+        self.issues: list[StaticIssue] = []
+        self.in_kernel = 0
+
+    def _flag(self, node: ast.AST, why: str) -> None:
+        line = getattr(node, "lineno", 0)
+        self.issues.append(
+            StaticIssue(ErrorClass.GUARD, line, f"{self.filename}:{line}: guard {why}")
+        )
+
+    def _resolve(self, node: ast.AST) -> str | None:
+        name = _dotted(node)
+        if name is None:
+            return None
+        head, _, rest = name.partition(".")
+        base = self.aliases.get(head, head)
+        return f"{base}.{rest}" if rest else base
+
+    def _check_module(self, node: ast.AST, module: str) -> None:
+        for banned, why in FORBIDDEN_MODULES.items():
+            if module == banned or module.startswith(banned + "."):
+                self._flag(node, f"{why}: imports {module}")
+                return
+
+    def visit_Import(self, node: ast.Import) -> None:
+        for alias in node.names:
+            self._check_module(node, alias.name)
+            if alias.asname:
+                self.aliases[alias.asname] = alias.name
+            else:
+                head = alias.name.split(".")[0]
+                self.aliases.setdefault(head, head)
+
+    def visit_ImportFrom(self, node: ast.ImportFrom) -> None:
+        module = node.module or ""
+        if node.level:
+            self._flag(node, "(e) relative imports can reach the reference module")
+            return
+        self._check_module(node, module)
+        for alias in node.names:
+            full = f"{module}.{alias.name}"
+            self._check_module(node, full)
+            self._check_name(node, full)
+            self.aliases[alias.asname or alias.name] = full
+
+    def _check_name(self, node: ast.AST, full: str) -> None:
+        module, _, attr = full.rpartition(".")
+        if module in TORCH_COMPUTE_ROOTS and attr in COMPUTE_FUNCTIONS and not self.in_kernel:
+            self._flag(
+                node,
+                f"(b) uses {full}: the main computation must run in the candidate's own kernel",
+            )
+        elif full in TIMING_ATTRIBUTES:
+            self._flag(node, f"{TIMING_ATTRIBUTES[full]}: uses {full}")
+
+    def visit_Attribute(self, node: ast.Attribute) -> None:
+        if node.attr in FRAME_ATTRIBUTES:
+            self._flag(node, f"(e) walking stack frames can reach the reference: .{node.attr}")
+        full = self._resolve(node)
+        if full is not None and isinstance(node.ctx, ast.Load):
+            self._check_name(node, full)
+        self.generic_visit(node)
+
+    def visit_Name(self, node: ast.Name) -> None:
+        if isinstance(node.ctx, ast.Load):
+            if node.id == "Model" and not self.defines_model:
+                self._flag(node, "(e) uses the reference's Model: ModelNew must compute itself")
+            elif node.id in {"__import__", "globals", "vars"}:
+                self._flag(node, f"(e) {node.id}() hides what the candidate reaches")
+            elif node.id in self.aliases and node.id != self.aliases[node.id]:
+                self._check_name(node, self.aliases[node.id])
+
+    def visit_FunctionDef(self, node: ast.FunctionDef) -> None:
+        kernel = _is_kernel_def(node)
+        self.in_kernel += kernel
+        self.generic_visit(node)
+        self.in_kernel -= kernel
+
+    def visit_BinOp(self, node: ast.BinOp) -> None:
+        if isinstance(node.op, ast.MatMult) and not self.in_kernel:
+            self._flag(node, "(b) uses the @ operator: the matmul must be the candidate's kernel")
+        self.generic_visit(node)
+
+    def _check_store(self, target: ast.AST) -> None:
+        if isinstance(target, ast.Attribute):
+            full = self._resolve(target)
+            if full is not None and full.split(".")[0] in PROTECTED_ROOTS:
+                self._flag(
+                    target, f"(d) patches {full}: timers and library functions are off limits"
+                )
+
+    def visit_Assign(self, node: ast.Assign) -> None:
+        for target in node.targets:
+            self._check_store(target)
+        self.generic_visit(node)
+
+    def visit_AugAssign(self, node: ast.AugAssign) -> None:
+        self._check_store(node.target)
+        self.generic_visit(node)
+
+    def visit_Delete(self, node: ast.Delete) -> None:
+        for target in node.targets:
+            self._check_store(target)
+        self.generic_visit(node)
+
+    def visit_Call(self, node: ast.Call) -> None:
+        name = self._resolve(node.func)
+        if name in {"setattr", "delattr"} and node.args:
+            root = self._resolve(node.args[0])
+            if root is not None and root.split(".")[0] in PROTECTED_ROOTS:
+                self._flag(node, f"(d) {name}() on {root}: library functions are off limits")
+        self.generic_visit(node)
+
+
+def _param_names(fn: ast.FunctionDef) -> set[str]:
+    args = fn.args
+    every = args.posonlyargs + args.args + args.kwonlyargs
+    return {a.arg for a in every if a.arg != "self"}
+
+
+def _keys_on_inputs(key: ast.AST, params: set[str]) -> bool:
+    """True when a subscript key is an input itself, ``id(input)`` or ``input.data_ptr()``."""
+    if isinstance(key, ast.Name):
+        return key.id in params
+    if isinstance(key, ast.Tuple):
+        return any(_keys_on_inputs(elt, params) for elt in key.elts)
+    if isinstance(key, ast.Call):
+        func = key.func
+        if isinstance(func, ast.Name) and func.id in {"id", "hash"} and key.args:
+            return _keys_on_inputs(key.args[0], params)
+        if isinstance(func, ast.Attribute) and func.attr == "data_ptr":
+            return _keys_on_inputs(func.value, params)
+    return False
+
+
+def _cache_issues(cls: ast.ClassDef, filename: str) -> list[StaticIssue]:
+    """(c) memoizing decorators on ModelNew's methods; stores keyed by forward's inputs."""
+    issues: list[StaticIssue] = []
+    for item in cls.body:
+        if not isinstance(item, ast.FunctionDef):
+            continue
+        for dec in item.decorator_list:
+            target = dec.func if isinstance(dec, ast.Call) else dec
+            name = (_dotted(target) or "").split(".")[-1]
+            if name in CACHE_DECORATORS:
+                issues.append(
+                    StaticIssue(
+                        ErrorClass.GUARD,
+                        dec.lineno,
+                        f"{filename}:{dec.lineno}: guard (c) @{name} on ModelNew.{item.name} "
+                        "returns cached results instead of computing them",
+                    )
+                )
+        if item.name != "forward":
+            continue
+        params = _param_names(item)
+        for node in ast.walk(item):
+            targets: list[ast.AST] = []
+            if isinstance(node, ast.Assign):
+                targets = list(node.targets)
+            elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+                if node.func.attr == "setdefault" and node.args:
+                    targets = [ast.Subscript(value=node.func.value, slice=node.args[0])]
+                    targets[0].lineno = node.lineno  # type: ignore[attr-defined]
+            for target in targets:
+                if isinstance(target, ast.Subscript) and _keys_on_inputs(target.slice, params):
+                    line = getattr(target, "lineno", item.lineno)
+                    issues.append(
+                        StaticIssue(
+                            ErrorClass.GUARD,
+                            line,
+                            f"{filename}:{line}: guard (c) forward stores results keyed by its "
+                            "inputs (a cache of results is not a kernel)",
+                        )
+                    )
+    return issues
+
+
+def static_guards(tree: ast.Module, filename: str) -> list[StaticIssue]:
+    """All static guard issues of a parsed candidate, in source order.
+
+    Args:
+        tree: The parsed candidate.
+        filename: Name used in messages (``file:line``).
+
+    Returns:
+        The issues; empty when the source passes every static guard.
+    """
+    defines_model = any(
+        isinstance(node, ast.ClassDef) and node.name == "Model" for node in tree.body
+    )
+    visitor = _GuardVisitor(filename, defines_model)
+    visitor.visit(tree)
+    issues = list(visitor.issues)
+    for node in tree.body:
+        if isinstance(node, ast.ClassDef) and node.name == "ModelNew":
+            issues.extend(_cache_issues(node, filename))
+    return sorted(issues, key=lambda issue: issue.line)

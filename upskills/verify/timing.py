@@ -1,0 +1,123 @@
+"""Timing a callable on a CUDA GPU: events, warm-up, L2 flush, adaptive repetitions.
+
+Each timed call is preceded by a write to a buffer larger than the L2 cache (256 MiB by
+default; an H200's L2 is ~60 MB), so every call starts cold, as it would inside a real network.
+Events are recorded on the current stream around the call alone; the whole device is
+synchronised after each repetition, so work left running (on any stream) cannot overlap the
+next call. The number of repetitions adapts: about ``target_s`` seconds of calls, at least
+``min_reps`` when that fits in ``max_s``.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections.abc import Callable
+from typing import Any
+
+from upskills.verify.verdict import Timing
+
+L2_FLUSH_BYTES = 256 * 1024 * 1024
+"""Bytes written before each timed call to evict the L2 cache."""
+
+
+def summarize(times_ms: list[float]) -> Timing:
+    """Median, p10, p90, mean and relative spread of per-call times in milliseconds."""
+    if not times_ms:
+        raise ValueError("no timings to summarize")
+    ordered = sorted(times_ms)
+
+    def pct(q: float) -> float:
+        pos = q * (len(ordered) - 1)
+        lo, hi = math.floor(pos), math.ceil(pos)
+        return ordered[lo] + (ordered[hi] - ordered[lo]) * (pos - lo)
+
+    median = statistics.median(ordered)
+    p10, p90 = pct(0.10), pct(0.90)
+    return Timing(
+        median_ms=median,
+        p10_ms=p10,
+        p90_ms=p90,
+        mean_ms=statistics.fmean(ordered),
+        reps=len(ordered),
+        spread=(p90 - p10) / median if median > 0 else 0.0,
+    )
+
+
+def plan_reps(
+    estimate_ms: float,
+    *,
+    min_reps: int = 50,
+    target_s: float = 1.0,
+    max_s: float = 20.0,
+    max_reps: int = 2000,
+) -> int:
+    """How many timed calls: ~``target_s`` of calls, >= ``min_reps`` if that fits ``max_s``."""
+    est_s = max(estimate_ms, 1e-3) / 1000.0
+    reps = int(target_s / est_s)
+    reps = max(reps, min(min_reps, int(max_s / est_s)))
+    return max(3, min(reps, max_reps))
+
+
+def time_cuda(
+    fn: Callable[[], Any],
+    *,
+    warmup: int = 3,
+    min_reps: int = 50,
+    target_s: float = 1.0,
+    flush_bytes: int = L2_FLUSH_BYTES,
+    before_each: Callable[[int], Any] | None = None,
+    keep_last: int = 1,
+) -> tuple[Timing, list[tuple[Any, Any]]]:
+    """Time ``fn()`` on the current CUDA device.
+
+    Args:
+        fn: The call to time (inputs bound).
+        warmup: Untimed calls first (compilation, autotuning, caches).
+        min_reps: Minimum timed calls when they fit the time budget.
+        target_s: Aim for about this much time in timed calls.
+        flush_bytes: Size of the buffer written before each call (L2 flush).
+        before_each: Called (untimed, before the L2 flush) with the call's index; whatever it
+            returns is paired with that call's output (e.g. which inputs it loaded).
+        keep_last: How many of the last calls' outputs to return (kept alive meanwhile).
+
+    Returns:
+        ``(timing, last)``: the statistics and ``(tag, output)`` of the last ``keep_last``
+        timed calls, so the caller can check the timed calls computed the right thing.
+    """
+    import torch
+
+    flush = torch.empty(flush_bytes // 4, dtype=torch.int32, device="cuda")
+    last: list[tuple[Any, Any]] = []
+    calls = 0
+
+    def one() -> float:
+        nonlocal calls
+        tag = before_each(calls) if before_each is not None else None
+        calls += 1
+        ms, out = _timed_call(fn, flush)
+        last.append((tag, out))
+        del last[:-keep_last]
+        return ms
+
+    torch.cuda.synchronize()
+    for _ in range(max(1, warmup)):
+        one()
+    estimate = [one() for _ in range(3)]
+    reps = plan_reps(statistics.median(estimate), min_reps=min_reps, target_s=target_s)
+    times = [one() for _ in range(reps)]
+    return summarize(times), last
+
+
+def _timed_call(fn: Callable[[], Any], flush: Any) -> tuple[float, Any]:
+    import torch
+
+    stream = torch.cuda.current_stream()
+    start = torch.cuda.Event(enable_timing=True)
+    end = torch.cuda.Event(enable_timing=True)
+    flush.fill_(1)
+    start.record(stream)
+    out = fn()
+    end.record(stream)
+    torch.cuda.synchronize()
+    return float(start.elapsed_time(end)), out
