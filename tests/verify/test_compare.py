@@ -6,7 +6,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from upskills.verify.compare import compare_outputs  # noqa: E402
+from upskills.verify.compare import compare_outputs, compare_tensors, is_matmul_class  # noqa: E402
 from upskills.verify.verdict import ErrorClass  # noqa: E402
 
 
@@ -95,3 +95,29 @@ def test_task_tolerance_override_is_used():
 def test_python_number_outputs():
     assert compare_outputs(2.0, torch.tensor(2.0)).passed
     assert not compare_outputs(2.0, 2.5).passed
+
+
+def test_fp32_small_outputs_are_judged_relative_to_their_scale():
+    # softmax-like output: values ~1e-3; a 1% error must fail, float32 rounding must pass
+    torch.manual_seed(0)
+    ref = torch.softmax(torch.randn(64, 1000), dim=-1)
+    assert compare_tensors(ref, ref * (1 + 1e-6)).passed
+    off = ref.clone()
+    off[:, :10] *= 1.05
+    res = compare_tensors(ref, off)
+    assert not res.passed and res.error_class == ErrorClass.MISMATCH
+
+
+def test_tf32_level_error_is_allowed_only_for_matmul_class_tasks():
+    torch.manual_seed(0)
+    a, b = torch.randn(64, 256), torch.randn(256, 64)
+    ref = a @ b
+
+    # emulate TF32 products: operands rounded to a 10-bit mantissa
+    def tf32(x):
+        return (x.view(torch.int32) & ~0x1FFF).view(torch.float32)
+
+    approx = tf32(a) @ tf32(b)
+    assert not compare_tensors(ref, approx).passed
+    assert compare_tensors(ref, approx, matmul=True).passed
+    assert is_matmul_class(["gemm"]) and is_matmul_class([]) and not is_matmul_class(["softmax"])

@@ -21,7 +21,7 @@ from upskills.tasks.runtime import (
     build_module,
     load_reference,
 )
-from upskills.verify.compare import compare_outputs
+from upskills.verify.compare import compare_outputs, is_matmul_class
 from upskills.verify.guards import (
     LaunchCounter,
     LibrarySnapshot,
@@ -252,7 +252,9 @@ def _trial(
             message=f"{where}: the candidate modified its {changed}",
         )
         return result
-    cmp = compare_outputs(ref_out, out, atol=task.atol, rtol=task.rtol)
+    cmp = compare_outputs(
+        ref_out, out, atol=task.atol, rtol=task.rtol, matmul=is_matmul_class(task.tags)
+    )
     result.update(
         max_abs_err=cmp.max_abs_err, max_rel_err=cmp.max_rel_err, atol=cmp.atol, rtol=cmp.rtol
     )
@@ -311,6 +313,11 @@ def run_check(payload: dict[str, Any]) -> dict[str, Any]:
     device = payload["device"]
     ctx = Context(device, payload["path"], payload["display"], LaunchCounter())
     ctx.counter.install()
+    if device.startswith("cuda"):  # references in full fp32: cuDNN convolutions default to TF32
+        import torch
+
+        torch.backends.cudnn.allow_tf32 = False
+        torch.backends.cuda.matmul.allow_tf32 = False
     variant_names: list[str] = payload["variants"]
     modules = {}
     for name in variant_names:
@@ -446,7 +453,9 @@ def _time_candidate(
             f"{ctx.display}: guard (a) some timed calls launched no kernel (cached result?)",
         )
     for pick, out in last:
-        cmp = compare_outputs(ref_outs[pick], out, atol=task.atol, rtol=task.rtol)
+        cmp = compare_outputs(
+            ref_outs[pick], out, atol=task.atol, rtol=task.rtol, matmul=is_matmul_class(task.tags)
+        )
         if not cmp.passed:
             raise StageFailure(
                 ErrorClass.GUARD,
