@@ -2,13 +2,13 @@
 
 Tolerances are dtype-aware and scale with the reference's magnitude: an element passes when
 ``|out - ref| <= atol + rtol * |ref|`` with ``atol = base_atol[dtype] * rms(ref)``. float32 is
-judged strictly (1e-4) unless the task is matmul-class (tags gemm, attention, conv, or no tags at
-all, as for a loaded KernelBench file), where TF32 tensor-core products are allowed (4e-3:
+judged strictly (1e-4) unless the task is matmul-class (tags gemm, attention, conv, or no tags
+at all, as for a loaded KernelBench file), where TF32 tensor-core products are allowed (4e-3:
 truncated TF32 operands reach ~3e-3 of the output's RMS). On top of the element test, the
-relative L2 error ``||out - ref|| / ||ref||`` must stay under a dtype bound; an all-zeros output has relative L2 error 1, so it fails every task whose
-reference is not all zeros, however small its values. Integer and bool outputs must match
-exactly; NaN and Inf must appear at the same positions (with the same sign for Inf). Strides
-do not matter: values are compared, not memory.
+relative L2 error ``||out - ref|| / ||ref||`` must stay under a dtype bound; an all-zeros output
+has relative L2 error 1, so it fails every task whose reference is not all zeros, however small
+its values. Integer and bool outputs must match exactly; NaN and Inf must appear at the same
+positions (with the same sign for Inf). Strides do not matter: values are compared, not memory.
 """
 
 from __future__ import annotations
