@@ -14,13 +14,13 @@ python3 - > .whl/requirements.txt <<'PY'
 import importlib.metadata as m
 import re
 from packaging.requirements import Requirement
-roots = ["pydantic", "anthropic", "openai", "mcp", "skills-ref", "gguf"]
+roots = ["pydantic", "anthropic", "openai", "mcp", "skills-ref", "gguf", "cryptography"]  # mcp: pyjwt[crypto]
 env = {"python_version": "3.12", "sys_platform": "linux", "platform_system": "Linux", "extra": ""}
 on_device = set("""absl-py accelerate aiohttp anyio attrs certifi charset-normalizer click cloudpickle
 filelock fsspec h11 httpcore httpx huggingface-hub idna jinja2 markupsafe numpy packaging pillow
 psutil pygments pyyaml regex requests rich safetensors sentencepiece six sympy tokenizers torch tqdm
-transformers triton typing-extensions urllib3 pytest pluggy iniconfig matplotlib cryptography cffi
-pycparser markdown-it-py mdurl networkx mpmath setuptools protobuf python-dateutil""".split())
+transformers triton typing-extensions urllib3 pytest pluggy iniconfig matplotlib
+markdown-it-py mdurl networkx mpmath setuptools protobuf python-dateutil""".split())
 norm = lambda s: re.sub(r"[-_.]+", "-", s).lower()
 seen, todo = set(), list(roots)
 while todo:

@@ -1,0 +1,25 @@
+"""The tool-using agent: kernel tools, the agent loop, teach, external sessions, MCP server.
+
+Importing this package loads no torch, triton or model SDK; the verifier and providers load
+when a tool or a model is first used.
+"""
+
+from upskills.agent.config import AgentConfig
+from upskills.agent.loop import extract_code_block, run_agent
+from upskills.agent.session import Session, SessionError, SessionState
+from upskills.agent.teach import teach
+from upskills.agent.toolbox import KernelToolbox, ToolOutcome, kernel_hash, summarize_verdict
+
+__all__ = [
+    "AgentConfig",
+    "KernelToolbox",
+    "Session",
+    "SessionError",
+    "SessionState",
+    "ToolOutcome",
+    "extract_code_block",
+    "kernel_hash",
+    "run_agent",
+    "summarize_verdict",
+    "teach",
+]

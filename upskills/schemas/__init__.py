@@ -19,6 +19,12 @@ SCHEMAS: dict[str, str] = {
     "task": "upskills.tasks.model:Task",
     "testcase": "upskills.cases.model:TestCase",
     "lesson": "upskills.distill.lessons:Lesson",
+    "student": "upskills.lift.student:Student",
+    "lift_generation": "upskills.lift.store:GenerationRecord",
+    "lift_evaluation": "upskills.lift.store:EvaluationRecord",
+    "lift_run": "upskills.lift.config:RunManifest",
+    "lift_report": "upskills.report.model:Report",
+    "session_state": "upskills.agent.session:SessionState",
 }
 """Schema file stem -> ``module:attribute`` of a pydantic model or annotated union."""
 
