@@ -1,0 +1,108 @@
+import copy
+import json
+import math
+
+import pytest
+from click.testing import CliRunner
+
+from tests.report.conftest import OUTCOMES, write_run
+from upskills.report import write_report
+
+
+def _lift(report, arm, reference="baseline", metric="pass_1", subset="all"):
+    return next(
+        r
+        for r in report.lifts
+        if (r.arm, r.reference, r.metric, r.subset) == (arm, reference, metric, subset)
+    )
+
+
+def test_numbers_match_hand_computation(tmp_path):
+    run = write_run(tmp_path / "run")
+    report = write_report(run)
+    arms = {a.arm: a for a in report.arms}
+    assert report.device == "cuda" and report.gpu == "NVIDIA H200"
+    assert arms["baseline"].pass_at_k["1"] == pytest.approx(4 / 9)
+    assert arms["skill@1.0.0"].pass_at_k["1"] == pytest.approx(7 / 9)
+    assert arms["baseline"].pass_at_k["3"] == pytest.approx(2 / 3)
+    assert arms["skill@1.0.0"].pass_at_k["3"] == pytest.approx(1.0)
+    assert arms["skill@1.0.0"].fast_1 == pytest.approx(4 / 9)
+    assert arms["baseline"].fast_1 == pytest.approx(4 / 9)
+    assert arms["skill@1.0.0"].speedup_geomean == pytest.approx(2 ** (4 / 7))
+    assert arms["skill@1.0.0"].failures == {"mismatch": 2}
+    assert arms["baseline"].mean_output_tokens == 100 and arms["baseline"].mean_latency_s == 2.0
+
+    lift = _lift(report, "skill@1.0.0")
+    # per-case diffs +1, +1/3, -1/3; clusters A = {c1, c2}, B = {c3}
+    assert lift.lift.mean == pytest.approx(1 / 3)
+    assert lift.lift.ci_low == pytest.approx(-1 / 3) and lift.lift.ci_high == pytest.approx(2 / 3)
+    assert lift.lift.p_value == pytest.approx(1.0)
+    assert (lift.lift.better, lift.lift.worse, lift.lift.n_clusters) == (2, 1, 2)
+    assert (lift.repairs, lift.regressions) == (1, 0)
+    fast = _lift(report, "skill@1.0.0", metric="fast_1")
+    assert fast.lift.mean == pytest.approx(0.0)  # (+1, 0, -1) / 3
+    vs_placebo = _lift(report, "skill@1.0.0", reference="placebo")
+    assert vs_placebo.lift.mean == pytest.approx(1 / 3)
+    tag = _lift(report, "skill@1.0.0", subset="tag:x")
+    assert tag.lift.mean == pytest.approx(1 / 3) and tag.lift.n_cases == 2  # (+1 - 1/3) / 2
+    assert _lift(report, "skill@1.0.0", subset="split:heldout").lift.n_cases == 3
+
+
+def test_files_hold_the_numbers(tmp_path):
+    run = write_run(tmp_path / "run")
+    write_report(run)
+    summary = json.loads((run / "summary.json").read_text())
+    assert summary["splits"] == {"heldout": 3}
+    assert summary["command"] == "upskills lift --synthetic"
+    md = (run / "report.md").read_text()
+    assert "+33.3 pp [-33.3, +66.7]" in md  # the lift, always with its interval
+    assert "| s | skill@1.0.0 | heldout | 3 | 9/9 | 77.8% | 100.0% | 44.4% | 1.49x |" in md
+    assert "heldout: 3 cases" in md
+    for png in ("lift_ci.png", "speedups.png"):
+        assert (run / png).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_pending_and_cpu_notes(tmp_path):
+    run = write_run(tmp_path / "run", device="cpu")
+    lines = (run / "evaluations.cpu.jsonl").read_text().splitlines()
+    (run / "evaluations.cpu.jsonl").write_text("\n".join(lines[:-3]) + "\n")  # c3 of placebo
+    report = write_report(run)
+    assert any("3 generated samples not evaluated" in n for n in report.notes)
+    assert any("no timings" in n for n in report.notes)
+    placebo = next(a for a in report.arms if a.arm == "placebo")
+    assert placebo.cases == 2 and placebo.fast_1 is None
+    assert all(r.metric == "pass_1" for r in report.lifts)
+    vs = _lift(report, "skill@1.0.0", reference="placebo")
+    assert vs.lift.n_cases == 2  # only cases complete in both arms are paired
+
+
+def test_baseline_run_comparison(tmp_path):
+    other_outcomes = copy.deepcopy(OUTCOMES)
+    other_outcomes["skill@1.0.0"]["c3"] = [1.0, 1.0, 1.0]
+    other = write_run(tmp_path / "old", other_outcomes)
+    run = write_run(tmp_path / "new")
+    report = write_report(run, baseline=other)
+    row = _lift(report, "skill@1.0.0", reference="old:skill@1.0.0")
+    assert row.lift.mean == pytest.approx(-1 / 9)  # c3: 2/3 - 1
+    assert (row.regressions, row.repairs, row.lift.worse) == (0, 0, 1)
+    same = _lift(report, "baseline", reference="old:baseline")
+    assert same.lift.mean == 0.0 and same.lift.p_value == 1.0
+
+
+def test_cli_report(tmp_path):
+    from upskills._cli.main import main
+
+    run = write_run(tmp_path / "run")
+    result = CliRunner(env={"COLUMNS": "220"}).invoke(main, ["report", str(run)])
+    assert result.exit_code == 0, result.output
+    assert "skill@1.0.0" in result.output and "+33.3 pp" in result.output
+    assert (run / "report.md").is_file()
+    bad = CliRunner().invoke(main, ["report", str(tmp_path)])
+    assert bad.exit_code != 0 and "not a lift run folder" in bad.output
+
+
+def test_nan_free_summary(tmp_path):
+    run = write_run(tmp_path / "run")
+    report = write_report(run)
+    for r in report.lifts:
+        assert not math.isnan(r.lift.ci_low)

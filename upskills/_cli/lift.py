@@ -1,0 +1,127 @@
+"""``upskills lift``: run a lift experiment; ``upskills lift eval RUN`` evaluates elsewhere."""
+
+from __future__ import annotations
+
+import shlex
+from pathlib import Path
+
+import click
+
+
+def _split(values: tuple[str, ...]) -> list[str]:
+    return [v.strip() for value in values for v in value.split(",") if v.strip()]
+
+
+def command_line(name: str, params: dict[str, object]) -> str:
+    """The command as a shell line, every option spelled out (recorded in each run folder)."""
+    parts = ["upskills", name]
+    for key, value in params.items():
+        flag = "--" + key.replace("_", "-")
+        if value is None or value is False or value == ():
+            continue
+        if value is True:
+            parts.append(flag)
+        elif isinstance(value, tuple | list):
+            for v in value:
+                parts += [flag, str(v)]
+        else:
+            parts += [flag, str(value)]
+    return shlex.join(parts)
+
+
+def _fail(exc: Exception) -> None:
+    raise click.ClickException(str(exc))
+
+
+@click.group(invoke_without_command=True)
+@click.option("--students", "students", multiple=True, help="Student names or YAML paths.")
+@click.option("--skills", "skills", multiple=True, help="Skill packs: folders or name[@version].")
+@click.option("--cases", "cases", multiple=True, help="Test case folders or YAML files.")
+@click.option("--samples", default=3, show_default=True, help="Samples per arm x case.")
+@click.option(
+    "--arms",
+    default="baseline,inline,on_demand,placebo,excerpt",
+    show_default=True,
+    help="Arm kinds, comma-separated.",
+)
+@click.option("--out", type=click.Path(path_type=Path), help="Run folder (resumed if it exists).")
+@click.option(
+    "--mode",
+    type=click.Choice(["one_shot", "agent"]),
+    default="one_shot",
+    show_default=True,
+    help="One answer per sample, or turns with verifier feedback.",
+)
+@click.option("--agent-turns", default=3, show_default=True, help="Turns in agent mode.")
+@click.option("--seed", default=0, show_default=True, help="Run seed.")
+@click.option("--allow-train", is_flag=True, help="Allow cases whose task fed a skill.")
+@click.option("--traces", "traces", multiple=True, help="Trace files/folders (excerpt arm).")
+@click.option("--compact", is_flag=True, help="Inline the compact skill variant.")
+@click.option("--max-new-tokens", type=int, help="Override the students' max_new_tokens.")
+@click.option("--max-cases", type=int, help="Use only the first N cases.")
+@click.option("--student-device", help="Run local students on this device (cpu, cuda).")
+@click.option("--device", default="auto", show_default=True, help="Evaluation device.")
+@click.option("--no-eval", is_flag=True, help="Generate only; evaluate later with `lift eval`.")
+@click.option("--check-seeds", default=1, show_default=True, help="Input seeds per variant.")
+@click.option("--no-report", is_flag=True, help="Do not write the report at the end.")
+@click.pass_context
+def cli(ctx: click.Context, **kw: object) -> None:
+    """Measure the lift of skills on students (students x arms x cases x samples)."""
+    if ctx.invoked_subcommand is not None:
+        return
+    from upskills.lift.config import LiftConfig
+    from upskills.lift.runner import LiftError, run_lift
+
+    if not kw["students"] or not kw["cases"] or not kw["out"]:
+        raise click.UsageError("--students, --cases and --out are required")
+    config = LiftConfig(
+        out=str(kw["out"]),
+        students=_split(kw["students"]),  # type: ignore[arg-type]
+        skills=_split(kw["skills"]),  # type: ignore[arg-type]
+        cases=_split(kw["cases"]),  # type: ignore[arg-type]
+        samples=kw["samples"],  # type: ignore[arg-type]
+        arms=_split((str(kw["arms"]),)),
+        mode=kw["mode"],  # type: ignore[arg-type]
+        agent_turns=kw["agent_turns"],  # type: ignore[arg-type]
+        seed=kw["seed"],  # type: ignore[arg-type]
+        allow_train=bool(kw["allow_train"]),
+        traces=_split(kw["traces"]),  # type: ignore[arg-type]
+        compact=bool(kw["compact"]),
+        max_new_tokens=kw["max_new_tokens"],  # type: ignore[arg-type]
+        max_cases=kw["max_cases"],  # type: ignore[arg-type]
+        student_device=kw["student_device"],  # type: ignore[arg-type]
+        device=str(kw["device"]),
+        evaluate=not kw["no_eval"],
+        check_seeds=kw["check_seeds"],  # type: ignore[arg-type]
+    )
+    out = Path(config.out)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "command.txt").write_text(command_line("lift", dict(kw)) + "\n", "utf-8")
+    try:
+        run_dir = run_lift(config)
+    except (LiftError, FileNotFoundError) as exc:
+        _fail(exc)
+        return
+    click.echo(f"run folder: {run_dir}")
+    if config.evaluate and not kw["no_report"]:
+        from upskills.report import write_report
+        from upskills.report.render import print_table
+
+        print_table(write_report(run_dir))
+
+
+@cli.command("eval")
+@click.argument("run_dir", type=click.Path(exists=True, file_okay=False, path_type=Path))
+@click.option("--device", default="auto", show_default=True, help="cpu, cuda or auto.")
+@click.option("--workers", type=int, help="Worker processes (default: one per GPU; CPU: 1).")
+@click.option("--no-progress", is_flag=True, help="Hide the progress bar.")
+def eval_cmd(run_dir: Path, device: str, workers: int | None, no_progress: bool) -> None:
+    """Evaluate a run's generations on this machine (writes evaluations.<device>.jsonl)."""
+    from upskills.lift.evaluate import evaluate_run
+
+    try:
+        path = evaluate_run(run_dir, device, progress=not no_progress, workers=workers)
+    except (FileNotFoundError, ValueError) as exc:
+        _fail(exc)
+        return
+    click.echo(f"wrote {path}")

@@ -1,0 +1,236 @@
+"""The generation phase: ask each student every (arm, case, sample), append one line each.
+
+Sample ``i`` of a case is drawn for every tool-free arm in one call (batched when the provider
+offers ``generate_batch``) with the seed hash(run seed, case, i), case-major, so an interrupted
+run has paired arms for the cases it reached.
+A provider error is recorded on the sample, not raised, so a bad endpoint never loses the
+samples already written.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from upskills.lift.arms import Arm
+from upskills.lift.config import CaseInfo, LiftConfig, RunManifest
+from upskills.lift.prompting import extract_kernel, prompt_hash, system_prompt
+from upskills.lift.store import GENERATIONS, GenerationRecord, RecordWriter, read_records
+from upskills.lift.store import sample_key as make_key
+from upskills.lift.student import Student
+from upskills.prompts import load_prompt
+
+Checker = Callable[[CaseInfo, str], Any]
+"""(case, kernel source) -> Verdict; used by agent mode for feedback."""
+
+
+def sample_seed(run_seed: int, case: str, sample: int) -> int:
+    """Seed of sample ``sample`` of ``case``: the same in every arm (31-bit)."""
+    digest = hashlib.sha256(f"{run_seed}/{case}/{sample}".encode()).hexdigest()
+    return int(digest[:8], 16) & 0x7FFFFFFF
+
+
+def _params(student: Student, config: LiftConfig, seed: int) -> Any:
+    from upskills.llm.base import GenParams
+
+    s = student.sampling
+    return GenParams(
+        temperature=s.temperature,
+        top_p=s.top_p,
+        max_tokens=config.max_new_tokens or s.max_new_tokens,
+        seed=seed,
+        stop=s.stop,
+    )
+
+
+class _Sample:
+    """Accumulates one sample's calls."""
+
+    def __init__(self) -> None:
+        self.input_tokens = 0
+        self.output_tokens = 0
+        self.latency_s = 0.0
+        self.calls = 0
+        self.reads: list[str] = []
+        self.text = ""
+        self.stop_reason: str | None = None
+        self.error: str | None = None
+
+    def add(self, response: Any, share: int = 1) -> None:
+        self.input_tokens += response.usage.input_tokens + response.usage.cache_read_tokens
+        self.output_tokens += response.usage.output_tokens
+        self.latency_s += response.latency_s / share
+        self.calls += 1
+        self.text = response.text
+        self.stop_reason = response.stop_reason
+
+
+class Generator:
+    """Runs the generation phase of one experiment for one student."""
+
+    def __init__(
+        self,
+        manifest: RunManifest,
+        student: Student,
+        provider: Any,
+        read_skill: dict[str, tuple[Any, Callable[[dict[str, Any]], str]]],
+        checker: Checker | None = None,
+    ) -> None:
+        """Bind a student's provider, the arms' read_skill tools and the agent-mode checker."""
+        self.manifest = manifest
+        self.config = manifest.config
+        self.student = student
+        self.provider = provider
+        self.read_skill = read_skill
+        self.checker = checker
+
+    def _one(self, arm: Arm, case: CaseInfo, seed: int, system: str) -> _Sample:
+        from upskills.llm.base import Message, ProviderError
+
+        out = _Sample()
+        messages = [
+            Message(role="system", content=system),
+            Message(role="user", content=case.prompt),
+        ]
+        tools: list[Any] = []
+        handler = None
+        if arm.uses_tool and arm.skill in self.read_skill:
+            spec, handler = self.read_skill[arm.skill]
+            tools = [spec]
+        turns = self.config.agent_turns if self.config.mode == "agent" else 1
+        reads_left = self.config.max_tool_reads
+        try:
+            while True:
+                response = self.provider.generate(
+                    messages, tools, _params(self.student, self.config, seed)
+                )
+                out.add(response)
+                if response.tool_calls and handler is not None and reads_left > 0:
+                    messages.append(
+                        Message(
+                            role="assistant", content=response.text, tool_calls=response.tool_calls
+                        )
+                    )
+                    for call in response.tool_calls:
+                        reads_left -= 1
+                        if call.name == "read_skill":
+                            out.reads.append(str(call.arguments.get("path") or "SKILL.md"))
+                            try:
+                                result = handler(call.arguments)
+                            except Exception as exc:  # noqa: BLE001 - a bad read is the model's error
+                                result = f"error: {exc}"
+                        else:
+                            result = f"error: unknown tool {call.name!r}; only read_skill exists"
+                        messages.append(
+                            Message(
+                                role="tool", content=result, tool_call_id=call.id, name=call.name
+                            )
+                        )
+                    continue
+                turns -= 1
+                if turns <= 0 or self.checker is None:
+                    break
+                kernel = extract_kernel(response.text)
+                verdict = self.checker(case, kernel) if kernel else None
+                if verdict is not None and verdict.passed:
+                    break
+                feedback = load_prompt("student_feedback").render(
+                    stage=getattr(verdict, "stage", "parse"),
+                    error_class=getattr(verdict, "error_class", None) or "no_kernel",
+                    message=(getattr(verdict, "message", "") or "no ```python block with ModelNew")[
+                        :1500
+                    ],
+                )
+                messages.append(Message(role="assistant", content=response.text))
+                messages.append(Message(role="user", content=feedback))
+        except ProviderError as exc:
+            out.error = str(exc)
+        return out
+
+    def _batch(self, arms: Sequence[Arm], case: CaseInfo, seed: int) -> list[_Sample]:
+        """Sample ``seed`` of ``case`` for several tool-free arms: one batched call if possible."""
+        from upskills.llm.base import Message, ProviderError
+
+        batch = getattr(self.provider, "generate_batch", None)
+        systems = [system_prompt(a.block) for a in arms]
+        if self.config.mode == "agent" or batch is None or len(arms) < 2:
+            return [self._one(a, case, seed, s) for a, s in zip(arms, systems, strict=True)]
+        conversations = [
+            [Message(role="system", content=s), Message(role="user", content=case.prompt)]
+            for s in systems
+        ]
+        outs = [_Sample() for _ in arms]
+        try:
+            responses = batch(conversations, [], _params(self.student, self.config, seed), n=1)
+        except ProviderError as exc:
+            for o in outs:
+                o.error = str(exc)
+            return outs
+        for o, r in zip(outs, responses, strict=True):
+            o.add(r[0], share=len(arms))
+        return outs
+
+    def run(self, path: Path, progress: Any = None) -> int:
+        """Generate every missing sample of this student; returns how many were written.
+
+        Order: case, then sample index, then arm. Tool-free arms of one (case, sample) share
+        one batched call seeded with that sample's seed; on-demand arms run their tool loop
+        alone with the same seed.
+        """
+        done = {r.key for r in read_records(path, GenerationRecord)}
+        written = 0
+        name = self.student.name
+        with RecordWriter(path, done) as writer:
+            for case in self.manifest.cases:
+                for i in range(self.config.samples):
+                    todo = [
+                        a
+                        for a in self.manifest.arms
+                        if make_key(name, a.name, case.id, i) not in done
+                    ]
+                    if not todo:
+                        continue
+                    seed = sample_seed(self.config.seed, case.id, i)
+                    plain = [a for a in todo if not a.uses_tool]
+                    batch = self._batch(plain, case, seed)
+                    results = dict(zip([a.name for a in plain], batch, strict=True))
+                    for a in todo:
+                        if a.uses_tool:
+                            results[a.name] = self._one(a, case, seed, system_prompt(a.block))
+                    for a in todo:
+                        writer.write(self._record(a, case, i, seed, results[a.name]))
+                        written += 1
+                        if progress is not None:
+                            progress.update(1)
+        return written
+
+    def _record(self, arm: Arm, case: CaseInfo, i: int, seed: int, s: _Sample) -> GenerationRecord:
+        kernel = extract_kernel(s.text) if s.error is None else None
+        return GenerationRecord(
+            key=make_key(self.student.name, arm.name, case.id, i),
+            student=self.student.name,
+            arm=arm.name,
+            case=case.id,
+            task=case.task,
+            split=case.split,
+            sample=i,
+            seed=seed,
+            prompt_hash=prompt_hash(system_prompt(arm.block), case.prompt),
+            response_text=s.text,
+            kernel_source=kernel,
+            kernel_hash=hashlib.sha256(kernel.encode()).hexdigest()[:16] if kernel else None,
+            input_tokens=s.input_tokens,
+            output_tokens=s.output_tokens,
+            latency_s=round(s.latency_s, 4),
+            calls=s.calls,
+            skill_reads=s.reads,
+            stop_reason=s.stop_reason,
+            error=s.error,
+        )
+
+
+def generations_path(run_dir: Path) -> Path:
+    """The generation file of a run folder."""
+    return Path(run_dir) / GENERATIONS

@@ -1,0 +1,316 @@
+"""run_lift: prepare an experiment (validate everything first), then generate and evaluate.
+
+Preparation loads and checks every input before any model or GPU time is spent: student configs
+(schema, provider, weights, endpoint reachability), skill packs (the Agent Skills validator),
+cases (the reference parses and defines ``Model``, ``get_inputs``, ``get_init_inputs``) and
+held-out discipline (a case whose task fed a skill is refused unless ``allow_train``). The run
+folder's ``run.json`` fixes the experiment; re-running the same command resumes it.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from upskills import __version__
+from upskills.lift.arms import build_arms, estimate_tokens
+from upskills.lift.config import RUN_MANIFEST, CaseInfo, LiftConfig, RunManifest
+from upskills.lift.generate import Generator, generations_path
+from upskills.lift.prompting import prompt_hashes
+from upskills.lift.student import Student, StudentError, check_endpoint, load_student
+from upskills.tasks.model import Task
+
+
+class LiftError(ValueError):
+    """An experiment input is invalid; raised before any generation."""
+
+
+def _collect_traces(refs: Sequence[str]) -> list[Path]:
+    files: list[Path] = []
+    for ref in refs:
+        p = Path(ref)
+        if p.is_dir():
+            files += sorted(p.rglob("*.jsonl"))
+        elif p.is_file():
+            files.append(p)
+        else:
+            raise LiftError(f"--traces {ref}: no such file or folder")
+    return files
+
+
+def _load_cases(refs: Sequence[str]) -> list[Any]:
+    from upskills.cases import model as cases_model
+
+    out: list[Any] = []
+    for ref in refs:
+        p = Path(ref)
+        try:
+            out += cases_model.load_cases(p)
+        except cases_model.CaseError as exc:
+            raise LiftError(f"--cases {ref}: {exc}") from None
+    if not out:
+        raise LiftError(f"no test cases found in {', '.join(refs)}")
+    ids = [c.id for c in out]
+    dupes = sorted({i for i in ids if ids.count(i) > 1})
+    if dupes:
+        raise LiftError(f"duplicate case ids: {', '.join(dupes)}")
+    return sorted(out, key=lambda c: c.id)
+
+
+def check_reference(case: Any) -> None:
+    """Fail when a case's reference cannot be a KernelBench module (before any GPU time)."""
+    where = f"case {case.id} (task {case.task})"
+    try:
+        tree = ast.parse(case.task_source)
+    except SyntaxError as exc:
+        raise LiftError(
+            f"{where}: reference line {exc.lineno}: does not parse: {exc.msg}"
+        ) from None
+    names = {n.name for n in tree.body if isinstance(n, ast.ClassDef | ast.FunctionDef)}
+    missing = [n for n in ("Model", "get_inputs", "get_init_inputs") if n not in names]
+    if missing:
+        raise LiftError(f"{where}: reference defines no {', '.join(missing)}")
+
+
+def case_task(case: Any) -> Task:
+    """The Task a case is judged against (built-in when the source matches, else the case's)."""
+    if getattr(case, "task_variants", None):
+        return case.to_task()
+    try:
+        from upskills.tasks import load_task
+
+        task = load_task(case.task)
+        if task.source == case.task_source:
+            return task
+    except Exception:  # noqa: BLE001 - not a built-in name: fall back to the case's source
+        pass
+    return Task(
+        name=case.task,
+        statement=case.statement or case.task,
+        tags=list(case.tags),
+        dtypes=list(case.dtypes),
+        source=case.task_source,
+        origin=f"case:{case.id}",
+        atol=case.atol,
+        rtol=case.rtol,
+    )
+
+
+def _fed_hashes(packs: Sequence[Any]) -> set[str]:
+    found: set[str] = set()
+
+    def walk(obj: Any) -> None:
+        if isinstance(obj, dict):
+            for v in obj.values():
+                walk(v)
+        elif isinstance(obj, list | tuple):
+            for v in obj:
+                walk(v)
+        elif isinstance(obj, str):
+            found.add(obj)
+
+    for p in packs:
+        walk(p.provenance or {})
+    return found
+
+
+def _load_packs(refs: Sequence[str]) -> list[Any]:
+    from upskills.skills.pack import PackError, resolve_pack, validate_pack
+
+    packs = []
+    for ref in refs:
+        try:
+            pack = resolve_pack(ref)
+        except PackError as exc:
+            raise LiftError(f"--skills {ref}: {exc}") from None
+        errors = validate_pack(pack.path)
+        if errors:
+            raise LiftError(f"skill {ref} fails validation:\n  " + "\n  ".join(errors))
+        packs.append(pack)
+    return packs
+
+
+def load_provider(student: Student) -> Any:
+    """The student's provider, with config problems reported as a LiftError."""
+    from upskills.llm import get_provider
+    from upskills.llm.base import ProviderError
+
+    try:
+        check_endpoint(student)
+    except StudentError as exc:
+        raise LiftError(str(exc)) from None
+    if student.is_local() and student.cpu_threads and student.device == "cpu":
+        import torch
+
+        torch.set_num_threads(student.cpu_threads)
+    try:
+        return get_provider(student.provider_spec(), **student.provider_options())
+    except (ProviderError, FileNotFoundError, ValueError) as exc:
+        where = student.source or student.name
+        raise LiftError(f"{where}: student {student.name} cannot load: {exc}") from None
+
+
+def _tokenizer_counter(tok: Any) -> Any:
+    def count(text: str) -> int:
+        return len(tok.encode(text, add_special_tokens=False))
+
+    return count
+
+
+def _token_counter(students: Sequence[Student], providers: dict[str, Any]) -> tuple[Any, str]:
+    for s in students:
+        provider = providers[s.name]
+        tok = getattr(provider, "tokenizer", None)
+        if tok is None:  # TransformersProvider keeps it on its loaded model
+            tok = getattr(getattr(provider, "_loaded", None), "tokenizer", None)
+        if s.is_local() and tok is not None and hasattr(tok, "encode"):
+            return _tokenizer_counter(tok), f"tokenizer:{s.name}"
+    return estimate_tokens, "estimate:chars/4"
+
+
+def prepare(config: LiftConfig) -> tuple[RunManifest, list[Student], dict[str, Any], list[Any]]:
+    """Validate every input and build the manifest; loads providers but calls no model.
+
+    Returns:
+        (manifest, students, providers by student name, skill packs).
+
+    Raises:
+        LiftError: any invalid input, naming what and where.
+    """
+    try:
+        students = [load_student(s) for s in config.students]
+        if config.student_device:
+            students = [
+                s.model_copy(
+                    update={"device": config.student_device}
+                    | ({"dtype": None} if config.student_device.startswith("cuda") else {})
+                )
+                if s.is_local()
+                else s
+                for s in students
+            ]
+    except StudentError as exc:
+        raise LiftError(str(exc)) from None
+    names = [s.name for s in students]
+    if len(set(names)) != len(names):
+        raise LiftError(f"duplicate student names: {names}")
+    packs = _load_packs(config.skills)
+    needs_skill = {"inline", "on_demand", "placebo", "excerpt"} & set(config.arms)
+    if needs_skill and not packs:
+        raise LiftError(f"arms {sorted(needs_skill)} need at least one skill (--skills)")
+    cases = _load_cases(config.cases)
+    fed = _fed_hashes(packs)
+    refused = [c.id for c in cases if c.split == "train" or c.task_hash in fed]
+    if refused and not config.allow_train:
+        raise LiftError(
+            f"{len(refused)} case(s) come from tasks that fed the skills (train split): "
+            f"{', '.join(refused[:8])}{' ...' if len(refused) > 8 else ''}; use held-out cases "
+            "or pass --allow-train (the report then labels those figures as train)"
+        )
+    for c in cases:
+        check_reference(c)
+        known = {v.name for v in case_task(c).all_variants()}
+        unknown = [v for v in c.variants if v not in known]
+        if unknown:
+            raise LiftError(
+                f"case {c.id}: variant {unknown[0]!r} is not a variant of task {c.task} "
+                f"({', '.join(sorted(known))})"
+            )
+    if config.max_cases:
+        cases = cases[: config.max_cases]
+    providers = {s.name: load_provider(s) for s in students}
+    count, counter_name = _token_counter(students, providers)
+    arms = build_arms(
+        packs, config.arms, count, _collect_traces(config.traces), compact=config.compact
+    )
+    infos = [
+        CaseInfo(
+            id=c.id,
+            task=c.task,
+            task_hash=c.task_hash,
+            split="train" if (c.split == "train" or c.task_hash in fed) else c.split,
+            tags=list(c.tags),
+            prompt=c.prompt,
+            variants=list(c.variants) or None,
+            task_def=case_task(c),
+        )
+        for c in cases
+    ]
+    manifest = RunManifest(
+        config=config,
+        arms=arms,
+        cases=infos,
+        students=[s.model_dump(mode="json") for s in students],
+        prompt_hashes=prompt_hashes(),
+        token_counter=counter_name,
+        created=datetime.now(UTC).isoformat(timespec="seconds"),
+        upskills_version=__version__,
+    )
+    return manifest, students, providers, packs
+
+
+def _write_manifest(run_dir: Path, manifest: RunManifest) -> RunManifest:
+    path = run_dir / RUN_MANIFEST
+    run_dir.mkdir(parents=True, exist_ok=True)
+    if path.is_file():
+        old = RunManifest.model_validate_json(path.read_text(encoding="utf-8"))
+        if old.identity() != manifest.identity():
+            raise LiftError(
+                f"{path} describes a different experiment (arms, cases, students, samples, seed "
+                "or prompts differ); use a new --out folder"
+            )
+        return old
+    path.write_text(manifest.model_dump_json(indent=1), encoding="utf-8")
+    return manifest
+
+
+def run_lift(config: LiftConfig) -> Path:
+    """Run (or resume) a lift experiment: prepare, generate, evaluate.
+
+    Args:
+        config: the experiment.
+
+    Returns:
+        The run folder.
+
+    Raises:
+        LiftError: invalid inputs (nothing is generated then).
+    """
+    from tqdm import tqdm
+
+    from upskills.lift.evaluate import CaseChecker, evaluate_run, resolve_device
+
+    manifest, students, providers, packs = prepare(config)
+    run_dir = Path(config.out)
+    manifest = _write_manifest(run_dir, manifest)
+    from upskills.skills.attach import read_skill_tool
+
+    tools: dict[str, Any] = {
+        a.skill: read_skill_tool([p for p in packs if p.ref == a.skill])
+        for a in manifest.arms
+        if a.uses_tool and a.skill
+    }
+    checker = CaseChecker(config, resolve_device(config.device)) if config.mode == "agent" else None
+    path = generations_path(run_dir)
+    total = len(students) * len(manifest.arms) * len(manifest.cases) * config.samples
+    from upskills.lift.store import GenerationRecord, read_records
+
+    have = len(read_records(path, GenerationRecord))
+    bar = tqdm(
+        total=total, initial=have, desc="generate", unit="sample", disable=not config.progress
+    )
+    try:
+        for s in students:
+            Generator(manifest, s, providers[s.name], tools, checker).run(path, bar)
+    finally:
+        bar.close()
+        if checker is not None:
+            checker.close()
+    if config.evaluate:
+        evaluate_run(run_dir, config.device, progress=config.progress)
+    (run_dir / "command.json").write_text(json.dumps(config.model_dump(), indent=1), "utf-8")
+    return run_dir

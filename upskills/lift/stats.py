@@ -1,0 +1,210 @@
+"""Statistics of a lift experiment: pass@k, speedups, paired lifts with clustered bootstrap CIs.
+
+Everything here is pure numpy over plain numbers, so it is tested against hand-computed values.
+A lift is a mean of per-case paired differences (arm minus reference arm, same case, same seeds);
+its interval resamples *tasks* (clusters of cases) with replacement, because cases of one task
+are not independent.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+BOOTSTRAP_RESAMPLES = 10_000
+"""Bootstrap resamples for every confidence interval."""
+BOOTSTRAP_SEED = 20240917
+"""Fixed seed: the same results give the same interval."""
+
+
+def pass_at_k(n: int, c: int, k: int) -> float:
+    """Unbiased pass@k from ``n`` samples of which ``c`` are correct: 1 - C(n-c,k)/C(n,k).
+
+    Args:
+        n: samples drawn.
+        c: correct samples among them.
+        k: budget of attempts.
+
+    Returns:
+        The estimate in [0, 1].
+
+    Raises:
+        ValueError: ``k > n``, ``c > n`` or negative counts.
+    """
+    if n < 0 or c < 0 or c > n or k < 1:
+        raise ValueError(f"pass_at_k needs 0 <= c <= n and k >= 1, got n={n} c={c} k={k}")
+    if k > n:
+        raise ValueError(f"pass@{k} needs at least {k} samples, got n={n}")
+    if n - c < k:
+        return 1.0
+    return 1.0 - math.comb(n - c, k) / math.comb(n, k)
+
+
+def geomean(values: Sequence[float]) -> float | None:
+    """Geometric mean of positive values, or None when there are none."""
+    vals = [v for v in values if v is not None and v > 0]
+    if not vals:
+        return None
+    return float(math.exp(sum(math.log(v) for v in vals) / len(vals)))
+
+
+@dataclass(frozen=True)
+class PairedLift:
+    """A paired difference over cases with its clustered bootstrap CI and paired test."""
+
+    mean: float
+    """Mean per-case difference (arm minus reference)."""
+    ci_low: float
+    """2.5th percentile of the bootstrap distribution."""
+    ci_high: float
+    """97.5th percentile of the bootstrap distribution."""
+    p_value: float
+    """Two-sided sign-flip permutation test p-value (clusters flipped together)."""
+    n_cases: int
+    """Cases paired."""
+    n_clusters: int
+    """Distinct tasks among them."""
+    better: int
+    """Cases whose difference is > 0."""
+    worse: int
+    """Cases whose difference is < 0."""
+
+    def as_dict(self) -> dict[str, float | int]:
+        """Plain dict for JSON."""
+        return {
+            "mean": self.mean,
+            "ci_low": self.ci_low,
+            "ci_high": self.ci_high,
+            "p_value": self.p_value,
+            "n_cases": self.n_cases,
+            "n_clusters": self.n_clusters,
+            "better": self.better,
+            "worse": self.worse,
+        }
+
+    def text(self, percent: bool = True) -> str:
+        """``+12.5 pp [+3.1, +20.0]`` (a lift is never shown without its interval)."""
+        scale, unit = (100.0, " pp") if percent else (1.0, "")
+        return (
+            f"{self.mean * scale:+.1f}{unit} "
+            f"[{self.ci_low * scale:+.1f}, {self.ci_high * scale:+.1f}]"
+        )
+
+
+def _cluster_sums(diffs: np.ndarray, clusters: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+    names = sorted(set(clusters))
+    index = {name: i for i, name in enumerate(names)}
+    sums = np.zeros(len(names))
+    counts = np.zeros(len(names))
+    for d, c in zip(diffs, clusters, strict=True):
+        sums[index[c]] += d
+        counts[index[c]] += 1
+    return sums, counts
+
+
+def bootstrap_ci(
+    diffs: Sequence[float] | np.ndarray,
+    clusters: Sequence[str] | None = None,
+    *,
+    resamples: int = BOOTSTRAP_RESAMPLES,
+    seed: int = BOOTSTRAP_SEED,
+    level: float = 0.95,
+) -> tuple[float, float]:
+    """Percentile CI of the mean difference, resampling clusters (tasks) with replacement.
+
+    Args:
+        diffs: per-case differences.
+        clusters: cluster id per case (the task); None treats every case as its own cluster.
+        resamples: bootstrap resamples.
+        seed: RNG seed.
+        level: confidence level.
+
+    Returns:
+        (low, high).
+    """
+    d = np.asarray(diffs, dtype=float)
+    if d.size == 0:
+        return (math.nan, math.nan)
+    sums, counts = _cluster_sums(d, clusters or [str(i) for i in range(d.size)])
+    rng = np.random.default_rng(seed)
+    picks = rng.integers(0, sums.size, size=(resamples, sums.size))
+    means = sums[picks].sum(axis=1) / counts[picks].sum(axis=1)
+    alpha = (1.0 - level) / 2.0
+    low, high = np.quantile(means, [alpha, 1.0 - alpha])
+    return (float(low), float(high))
+
+
+def sign_flip_test(
+    diffs: Sequence[float] | np.ndarray,
+    clusters: Sequence[str] | None = None,
+    *,
+    resamples: int = BOOTSTRAP_RESAMPLES,
+    seed: int = BOOTSTRAP_SEED,
+) -> float:
+    """Two-sided paired permutation test: flip the sign of each cluster's differences.
+
+    Exact (all 2^m sign patterns) for up to 16 clusters, Monte Carlo beyond.
+
+    Args:
+        diffs: per-case differences.
+        clusters: cluster id per case; None means one cluster per case.
+        resamples: Monte Carlo draws when not exact.
+        seed: RNG seed.
+
+    Returns:
+        The p-value (1.0 when every difference is zero).
+    """
+    d = np.asarray(diffs, dtype=float)
+    if d.size == 0 or not np.any(d):
+        return 1.0
+    sums, _ = _cluster_sums(d, clusters or [str(i) for i in range(d.size)])
+    observed = abs(sums.sum())
+    m = sums.size
+    if m <= 16:
+        patterns = ((np.arange(2**m)[:, None] >> np.arange(m)) & 1) * 2 - 1
+    else:
+        rng = np.random.default_rng(seed)
+        patterns = rng.choice(np.array([-1, 1]), size=(resamples, m))
+    stats = np.abs(patterns @ sums)
+    return float(np.mean(stats >= observed - 1e-12))
+
+
+def paired_lift(
+    arm: Sequence[float], reference: Sequence[float], clusters: Sequence[str] | None = None
+) -> PairedLift:
+    """Paired lift of ``arm`` over ``reference`` (same cases, same order).
+
+    Args:
+        arm: per-case score of the arm (e.g. pass rate).
+        reference: per-case score of the reference arm (baseline, placebo, excerpt).
+        clusters: task of each case, for the clustered bootstrap and test.
+
+    Returns:
+        The mean difference, its 95% CI, p-value and counts of better/worse cases.
+    """
+    a = np.asarray(arm, dtype=float)
+    r = np.asarray(reference, dtype=float)
+    if a.shape != r.shape:
+        raise ValueError(f"paired_lift needs equal lengths, got {a.size} and {r.size}")
+    diffs = a - r
+    low, high = bootstrap_ci(diffs, clusters)
+    return PairedLift(
+        mean=float(diffs.mean()) if diffs.size else math.nan,
+        ci_low=low,
+        ci_high=high,
+        p_value=sign_flip_test(diffs, clusters),
+        n_cases=int(diffs.size),
+        n_clusters=len(set(clusters)) if clusters else int(diffs.size),
+        better=int((diffs > 0).sum()),
+        worse=int((diffs < 0).sum()),
+    )
+
+
+def flips(arm_solved: Sequence[bool], reference_solved: Sequence[bool]) -> tuple[int, int]:
+    """Repairs (unsolved -> solved) and regressions (solved -> unsolved) between two arms."""
+    repairs = sum(1 for a, r in zip(arm_solved, reference_solved, strict=True) if a and not r)
+    regressions = sum(1 for a, r in zip(arm_solved, reference_solved, strict=True) if r and not a)
+    return repairs, regressions

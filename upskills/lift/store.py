@@ -1,0 +1,204 @@
+"""The lift run store: append-only JSONL of generated and evaluated samples, resumable.
+
+One line per sample per phase, flushed as it is produced. Keys are deterministic
+(``student/arm/case/sample``), so a resumed run reads what is already there and skips it. A run
+killed mid-write leaves at most one partial last line; it is cut off before appending again,
+never parsed as a result.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Literal, TypeVar
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+T = TypeVar("T", bound=BaseModel)
+
+GENERATIONS = "generations.jsonl"
+"""Generation phase output inside a run folder."""
+
+
+def evaluations_name(device: str) -> str:
+    """File name of the evaluation phase output for a device kind (``cpu``, ``cuda``)."""
+    return f"evaluations.{device}.jsonl"
+
+
+class RunStoreError(ValueError):
+    """A run file line does not validate; names the file and line."""
+
+
+def sample_key(student: str, arm: str, case: str, sample: int) -> str:
+    """Deterministic key of one sample: ``student/arm/case/sample``."""
+    return f"{student}/{arm}/{case}/{sample}"
+
+
+class GenerationRecord(BaseModel):
+    """One student sample: what it was asked, what it answered, the kernel extracted."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    schema_version: Literal[1] = 1
+    """Version of this record's layout."""
+    kind: Literal["generation"] = "generation"
+    """Record kind."""
+    key: str
+    """``student/arm/case/sample``."""
+    student: str
+    """Student name."""
+    arm: str
+    """Arm name (``baseline``, ``placebo``, ``excerpt``, ``<skill>@<version>``, ``...+read``)."""
+    case: str
+    """Test case id."""
+    task: str
+    """Task name of the case."""
+    split: str
+    """Split of the case (``heldout`` or ``train``)."""
+    sample: int
+    """Sample index within the case."""
+    seed: int
+    """Sampling seed (identical across arms for the same case and sample)."""
+    prompt_hash: str
+    """sha256 (16 hex) of the system prompt and user prompt sent."""
+    response_text: str = ""
+    """The student's final response text."""
+    kernel_source: str | None = None
+    """Candidate module extracted from the response; None when none was found."""
+    kernel_hash: str | None = None
+    """sha256 (16 hex) of ``kernel_source``."""
+    input_tokens: int = 0
+    """Prompt tokens over all calls for this sample."""
+    output_tokens: int = 0
+    """Generated tokens over all calls for this sample."""
+    latency_s: float = 0.0
+    """Wall time of the model calls (a batched call's time is split evenly)."""
+    calls: int = 1
+    """Model calls made (more than one with tool use or agent turns)."""
+    skill_reads: list[str] = Field(default_factory=list)
+    """Paths read through ``read_skill`` (``SKILL.md``, ``references/x.md``); on-demand arms."""
+    stop_reason: str | None = None
+    """Why the last call stopped."""
+    error: str | None = None
+    """Provider error that ended this sample (recorded, not raised)."""
+
+
+class EvaluationRecord(BaseModel):
+    """The verifier's verdict on one generated sample, summarised."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    schema_version: Literal[1] = 1
+    """Version of this record's layout."""
+    kind: Literal["evaluation"] = "evaluation"
+    """Record kind."""
+    key: str
+    """Key of the generation record judged."""
+    kernel_hash: str | None = None
+    """Hash of the kernel judged (None: nothing to judge)."""
+    passed: bool
+    """Whether the candidate passed every correctness check."""
+    error_class: str | None = None
+    """Verdict error class, ``no_kernel`` (nothing extracted) or ``generation`` (provider error)."""
+    message: str = ""
+    """Verdict message (truncated)."""
+    speedup_eager: float | None = None
+    """Eager median / candidate median (GPU only)."""
+    speedup_compile: float | None = None
+    """torch.compile median / candidate median (GPU only)."""
+    device: str
+    """``cpu`` or ``cuda``."""
+    gpu: str | None = None
+    """GPU name when on CUDA."""
+    duration_s: float = 0.0
+    """Verifier wall time."""
+
+
+def _cut_partial_tail(path: Path) -> None:
+    """Drop a last line that has no newline (a write interrupted by a kill)."""
+    if not path.exists() or path.stat().st_size == 0:
+        return
+    with path.open("rb+") as f:
+        f.seek(-1, os.SEEK_END)
+        if f.read(1) == b"\n":
+            return
+        data = path.read_bytes()
+        f.truncate(data.rfind(b"\n") + 1)
+
+
+def read_records(path: Path, model: type[T]) -> list[T]:
+    """Read and validate a run JSONL file; an interrupted last line is ignored.
+
+    Args:
+        path: the file (missing means empty).
+        model: GenerationRecord or EvaluationRecord.
+
+    Returns:
+        Records in file order, first occurrence of each key only.
+
+    Raises:
+        RunStoreError: a complete line that is not valid JSON or not a valid record.
+    """
+    out: list[T] = []
+    seen: set[str] = set()
+    if not path.exists():
+        return out
+    raw = path.read_text(encoding="utf-8")
+    lines = raw.split("\n")
+    if not raw.endswith("\n"):
+        lines = lines[:-1]  # a partial last line from a killed write
+    for no, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        try:
+            rec = model.model_validate(json.loads(line))
+        except (json.JSONDecodeError, ValidationError) as exc:
+            msg = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+            raise RunStoreError(f"{path}:{no}: not a valid {model.__name__}: {msg}") from None
+        key = getattr(rec, "key")  # noqa: B009
+        if key not in seen:
+            seen.add(key)
+            out.append(rec)
+    return out
+
+
+class RecordWriter:
+    """Appends records to a JSONL file, one flushed line each; skips keys already present."""
+
+    def __init__(self, path: Path, existing: set[str] | None = None) -> None:
+        """Open ``path`` for appending after cutting any partial last line."""
+        path.parent.mkdir(parents=True, exist_ok=True)
+        _cut_partial_tail(path)
+        self.path = path
+        self.keys: set[str] = set(existing or ())
+        self._f = path.open("a", encoding="utf-8")
+
+    def write(self, record: BaseModel) -> bool:
+        """Append one record unless its key is already written; returns whether it was."""
+        key = getattr(record, "key")  # noqa: B009
+        if key in self.keys:
+            return False
+        self._f.write(record.model_dump_json() + "\n")
+        self._f.flush()
+        os.fsync(self._f.fileno())
+        self.keys.add(key)
+        return True
+
+    def close(self) -> None:
+        """Close the file."""
+        self._f.close()
+
+    def __enter__(self) -> RecordWriter:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def iter_keys(path: Path) -> Iterator[str]:
+    """Keys present in a run file (validated)."""
+    model = GenerationRecord if path.name == GENERATIONS else EvaluationRecord
+    for rec in read_records(path, model):
+        yield rec.key

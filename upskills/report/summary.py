@@ -1,0 +1,292 @@
+"""Compute a run's Report from its manifest, generations and one evaluation file.
+
+Only cases with every sample evaluated enter the statistics; pending ones are counted in the
+notes. Lifts pair cases between two arms of the same student (same cases, same seeds) and are
+always stored with their intervals.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter, defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from upskills.lift.config import RunManifest, load_manifest
+from upskills.lift.stats import flips, geomean, paired_lift, pass_at_k
+from upskills.lift.store import (
+    GENERATIONS,
+    EvaluationRecord,
+    GenerationRecord,
+    evaluations_name,
+    read_records,
+)
+from upskills.report.model import ArmStats, Interval, LiftRow, Report
+
+
+@dataclass
+class CaseScore:
+    """One student x arm x case: sample outcomes."""
+
+    n: int = 0
+    correct: int = 0
+    fast: int = 0
+    timed: int = 0
+
+    @property
+    def pass_rate(self) -> float:
+        """Fraction correct."""
+        return self.correct / self.n if self.n else 0.0
+
+    @property
+    def fast_rate(self) -> float:
+        """Fraction correct and faster than eager."""
+        return self.fast / self.n if self.n else 0.0
+
+
+@dataclass
+class RunData:
+    """A run's records joined: generation and evaluation per key."""
+
+    manifest: RunManifest
+    generations: list[GenerationRecord]
+    evaluations: dict[str, EvaluationRecord]
+    evaluation_file: str | None
+    device: str | None
+    scores: dict[tuple[str, str, str], CaseScore] = field(default_factory=dict)
+
+
+def pick_evaluation(run_dir: Path, device: str | None = None) -> Path | None:
+    """The evaluation file to report: the given device's, else cuda's, else cpu's."""
+    order = [device] if device else ["cuda", "cpu"]
+    for d in order:
+        p = run_dir / evaluations_name(d)
+        if p.is_file():
+            return p
+    return None
+
+
+def load_run(run_dir: Path, device: str | None = None) -> RunData:
+    """Read a run folder's records."""
+    run_dir = Path(run_dir)
+    manifest = load_manifest(run_dir)
+    gens = read_records(run_dir / GENERATIONS, GenerationRecord)
+    path = pick_evaluation(run_dir, device)
+    evals = {r.key: r for r in read_records(path, EvaluationRecord)} if path else {}
+    data = RunData(
+        manifest,
+        gens,
+        evals,
+        path.name if path else None,
+        path.name.split(".")[1] if path else None,
+    )
+    samples = manifest.config.samples
+    for g in gens:
+        e = evals.get(g.key)
+        if e is None:
+            continue
+        s = data.scores.setdefault((g.student, g.arm, g.case), CaseScore())
+        s.n += 1
+        s.correct += int(e.passed)
+        if e.speedup_eager is not None:
+            s.timed += 1
+            s.fast += int(e.passed and e.speedup_eager > 1.0)
+    data.scores = {k: v for k, v in data.scores.items() if v.n == samples}
+    return data
+
+
+def _arm_stats(data: RunData, student: str, arm: str) -> ArmStats:
+    m = data.manifest
+    spec = next(a for a in m.arms if a.name == arm)
+    gens = [g for g in data.generations if g.student == student and g.arm == arm]
+    evs = [data.evaluations[g.key] for g in gens if g.key in data.evaluations]
+    cases = [c for c in m.cases if (student, arm, c.id) in data.scores]
+    scores = [data.scores[(student, arm, c.id)] for c in cases]
+    n = m.config.samples
+    ks = sorted({1, min(3, n), n})
+    pak = {
+        str(k): (sum(pass_at_k(s.n, s.correct, k) for s in scores) / len(scores) if scores else 0.0)
+        for k in ks
+    }
+    timed = any(s.timed for s in scores)
+    speedups = [e.speedup_eager for e in evs if e.passed and e.speedup_eager is not None]
+    failures = Counter(e.error_class or "unknown" for e in evs if not e.passed)
+    reads = Counter(r for g in gens for r in g.skill_reads)
+    splits = sorted({c.split for c in cases}) or sorted({c.split for c in m.cases})
+    count = max(len(gens), 1)
+    return ArmStats(
+        student=student,
+        arm=arm,
+        kind=spec.kind,
+        split="+".join(splits),
+        samples=len(gens),
+        evaluated=len(evs),
+        cases=len(cases),
+        pass_at_k=pak,
+        fast_1=(sum(s.fast_rate for s in scores) / len(scores)) if timed else None,
+        speedup_geomean=geomean(speedups),
+        speedups=speedups,
+        failures=dict(sorted(failures.items())),
+        mean_input_tokens=sum(g.input_tokens for g in gens) / count,
+        mean_output_tokens=sum(g.output_tokens for g in gens) / count,
+        mean_latency_s=sum(g.latency_s for g in gens) / count,
+        block_tokens=spec.block_tokens,
+        activation_rate=(sum(1 for g in gens if g.skill_reads) / count) if spec.uses_tool else None,
+        reads=dict(sorted(reads.items())),
+    )
+
+
+def _lift(
+    a: dict[str, CaseScore],
+    b: dict[str, CaseScore],
+    task_of: dict[str, str],
+    metric: str,
+) -> tuple[Interval, int, int] | None:
+    common = sorted(set(a) & set(b))
+    if not common:
+        return None
+
+    def value(s: CaseScore) -> float:
+        return s.pass_rate if metric == "pass_1" else s.fast_rate
+
+    lift = paired_lift(
+        [value(a[c]) for c in common],
+        [value(b[c]) for c in common],
+        [task_of[c] for c in common],
+    )
+    repairs, regressions = flips(
+        [value(a[c]) > 0 for c in common], [value(b[c]) > 0 for c in common]
+    )
+    return Interval.model_validate(lift.as_dict()), repairs, regressions
+
+
+def _references(manifest: RunManifest, arm: str) -> list[str]:
+    """Arms an arm is compared against: baseline always; placebo and excerpt for skill arms."""
+    spec = next(a for a in manifest.arms if a.name == arm)
+    names = {a.name: a for a in manifest.arms}
+    refs = ["baseline"] if "baseline" in names and arm != "baseline" else []
+    if spec.kind in ("inline", "on_demand"):
+        for other in manifest.arms:
+            if other.kind in ("placebo", "excerpt") and other.skill == spec.skill:
+                refs.append(other.name)
+    return refs
+
+
+def compute_report(
+    run_dir: Path, baseline: Path | None = None, device: str | None = None
+) -> Report:
+    """Statistics of a run (and, with ``baseline``, its arms against another run's).
+
+    Args:
+        run_dir: the lift run folder.
+        baseline: another run folder; its arms are paired with this run's by student, arm
+            name and case id (e.g. an older skill version, or the same run evaluated elsewhere).
+        device: evaluation device to report (default: cuda when present, else cpu).
+
+    Returns:
+        The Report.
+    """
+    data = load_run(run_dir, device)
+    m = data.manifest
+    task_of = {c.id: c.task for c in m.cases}
+    students = [s["name"] for s in m.students]
+    timed = any(s.timed for s in data.scores.values())
+    metrics = ["pass_1", "fast_1"] if timed else ["pass_1"]
+    arms: list[ArmStats] = []
+    lifts: list[LiftRow] = []
+    per: dict[tuple[str, str], dict[str, CaseScore]] = defaultdict(dict)
+    for (student, arm, case), score in data.scores.items():
+        per[(student, arm)][case] = score
+    subsets: list[tuple[str, set[str]]] = [("all", {c.id for c in m.cases})]
+    for split in sorted({c.split for c in m.cases}):
+        subsets.append((f"split:{split}", {c.id for c in m.cases if c.split == split}))
+    for tag in sorted({t for c in m.cases for t in c.tags}):
+        subsets.append((f"tag:{tag}", {c.id for c in m.cases if tag in c.tags}))
+    for student in students:
+        for spec in m.arms:
+            arms.append(_arm_stats(data, student, spec.name))
+            for ref in _references(m, spec.name):
+                for metric in metrics:
+                    for subset, ids in subsets if ref == "baseline" else subsets[:1]:
+                        a = {c: s for c, s in per[(student, spec.name)].items() if c in ids}
+                        b = {c: s for c, s in per[(student, ref)].items() if c in ids}
+                        got = _lift(a, b, task_of, metric)
+                        if got is None:
+                            continue
+                        interval, rep, reg = got
+                        lifts.append(
+                            LiftRow(
+                                student=student,
+                                arm=spec.name,
+                                reference=ref,
+                                metric=metric,  # type: ignore[arg-type]
+                                subset=subset,
+                                lift=interval,
+                                repairs=rep,
+                                regressions=reg,
+                            )
+                        )
+    if baseline is not None:
+        other = load_run(Path(baseline), device)
+        other_per: dict[tuple[str, str], dict[str, CaseScore]] = defaultdict(dict)
+        for (student, arm, case), score in other.scores.items():
+            other_per[(student, arm)][case] = score
+        for key, mine in sorted(per.items()):
+            if key not in other_per:
+                continue
+            got = _lift(mine, other_per[key], task_of, "pass_1")
+            if got is not None:
+                interval, rep, reg = got
+                lifts.append(
+                    LiftRow(
+                        student=key[0],
+                        arm=key[1],
+                        reference=f"{Path(baseline).name}:{key[1]}",
+                        metric="pass_1",
+                        subset="all",
+                        lift=interval,
+                        repairs=rep,
+                        regressions=reg,
+                    )
+                )
+    notes = _notes(data, timed)
+    gpu = next((e.gpu for e in data.evaluations.values() if e.gpu), None)
+    return Report(
+        run=Path(run_dir).name,
+        evaluation=data.evaluation_file,
+        device=data.device,
+        gpu=gpu,
+        splits=dict(Counter(c.split for c in m.cases)),
+        samples_per_case=m.config.samples,
+        command=_command(Path(run_dir), m),
+        arms=arms,
+        lifts=lifts,
+        baseline_run=str(baseline) if baseline else None,
+        notes=notes,
+    )
+
+
+def _notes(data: RunData, timed: bool) -> list[str]:
+    m = data.manifest
+    notes: list[str] = []
+    expected = len(m.students) * len(m.arms) * len(m.cases) * m.config.samples
+    if len(data.generations) < expected:
+        notes.append(f"generation incomplete: {len(data.generations)} of {expected} samples")
+    pending = sum(1 for g in data.generations if g.key not in data.evaluations)
+    if pending:
+        notes.append(f"{pending} generated samples not evaluated on this device yet")
+    if not timed:
+        notes.append(
+            "no timings (CPU evaluation in the Triton interpreter checks correctness only): "
+            "fast_1 and speedups are not available"
+        )
+    if any(c.split == "train" for c in m.cases):
+        notes.append("some cases come from tasks that fed the skills (split 'train')")
+    return notes
+
+
+def _command(run_dir: Path, manifest: RunManifest) -> str:
+    path = run_dir / "command.txt"
+    if path.is_file():
+        return path.read_text(encoding="utf-8").strip()
+    return json.dumps(manifest.config.model_dump(), sort_keys=True)
