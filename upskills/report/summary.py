@@ -95,7 +95,8 @@ def load_run(run_dir: Path, device: str | None = None) -> RunData:
     return data
 
 
-def _arm_stats(data: RunData, student: str, arm: str) -> ArmStats:
+def _arm_stats(data: RunData, student: str, arm: str, timed: bool) -> ArmStats:
+    """One arm's statistics; ``timed`` says whether the run's evaluation measured timings."""
     m = data.manifest
     spec = next(a for a in m.arms if a.name == arm)
     gens = [g for g in data.generations if g.student == student and g.arm == arm]
@@ -108,7 +109,6 @@ def _arm_stats(data: RunData, student: str, arm: str) -> ArmStats:
         str(k): (sum(pass_at_k(s.n, s.correct, k) for s in scores) / len(scores) if scores else 0.0)
         for k in ks
     }
-    timed = any(s.timed for s in scores)
     speedups = [e.speedup_eager for e in evs if e.passed and e.speedup_eager is not None]
     failures = Counter(e.error_class or "unknown" for e in evs if not e.passed)
     reads = Counter(r for g in gens for r in g.skill_reads)
@@ -204,7 +204,7 @@ def compute_report(
         subsets.append((f"tag:{tag}", {c.id for c in m.cases if tag in c.tags}))
     for student in students:
         for spec in m.arms:
-            arms.append(_arm_stats(data, student, spec.name))
+            arms.append(_arm_stats(data, student, spec.name, timed))
             for ref in _references(m, spec.name):
                 for metric in metrics:
                     for subset, ids in subsets if ref == "baseline" else subsets[:1]:
