@@ -190,6 +190,59 @@ def export_cmd(paths: tuple[str, ...], fmt: str, out: str | None) -> None:
         sys.stdout.write(text + "\n")
 
 
+@cli.command("report")
+@click.argument("paths", nargs=-1, required=True)
+@click.option(
+    "--out",
+    type=click.Path(dir_okay=False),
+    default="reports/teacher-corpus.md",
+    show_default=True,
+    help="Markdown file to write.",
+)
+@click.option("--json", "json_out", type=click.Path(dir_okay=False), help="Also write JSON here.")
+@click.option(
+    "--copy-bandwidth-gbs",
+    type=click.FloatRange(min=0, min_open=True),
+    help="Copy ceiling, GB/s of read + write bytes [default: 4300, measured on the H200].",
+)
+@click.option(
+    "--peak-tflops",
+    type=click.FloatRange(min=0, min_open=True),
+    help="Dense bf16/fp16 torch.matmul peak, TFLOP/s [default: 790, measured on the H200].",
+)
+def report_cmd(
+    paths: tuple[str, ...],
+    out: str,
+    json_out: str | None,
+    copy_bandwidth_gbs: float | None,
+    peak_tflops: float | None,
+) -> None:
+    """Write a Markdown report of a teacher corpus: attempts, speedups, bandwidth, shortfalls."""
+    import shlex
+
+    from upskills.report.corpus import COPY_BANDWIDTH_GBS, PEAK_TFLOPS, write_corpus_report
+
+    copy_bandwidth_gbs = copy_bandwidth_gbs or COPY_BANDWIDTH_GBS
+    peak_tflops = peak_tflops or PEAK_TFLOPS
+    files = _files(paths)
+    argv = ["upskills", "traces", "report", *paths, "--out", out]
+    argv += ["--json", json_out] if json_out else []
+    argv += ["--copy-bandwidth-gbs", f"{copy_bandwidth_gbs:g}", "--peak-tflops", f"{peak_tflops:g}"]
+    try:
+        rep = write_corpus_report(
+            files, out, json_out, shlex.join(argv), copy_bandwidth_gbs, peak_tflops
+        )
+    except ValueError as exc:
+        raise click.ClickException(str(exc)) from exc
+    t = rep.totals
+    _err.print(f"wrote {out}" + (f" and {json_out}" if json_out else ""))
+    _console.print(
+        f"{t['solved']}/{t['tasks']} solved, {t['at_least_eager']} at least as fast as eager, "
+        f"{len(rep.shortfalls)} shortfalls",
+        highlight=False,
+    )
+
+
 @cli.group("import")
 def import_group() -> None:
     """Import other agents' logs as traces."""
