@@ -61,3 +61,40 @@ def test_template_passes_the_verifier_on_its_source_task(real_trace, tmp_path, v
     script = tmp_path / "skills" / "gpu-memory-access" / "scripts" / "row_sum_kernel.py"
     verdict = verifier.check("row_sum", script.read_text())
     assert verdict.passed, verdict.message
+
+
+ARGMAX_NOTE = (
+    "Verdict: indices wrong wherever the max is not in the first chunk. tl.argmax returns the "
+    "position inside the chunk; add the chunk start. Predict a pass."
+)
+
+
+def test_chunk_local_argmax_fix_is_named_regime_all_and_told_in_the_agents_words(
+    verifier, tmp_path
+):
+    bad = (Path(__file__).parents[1] / "kernels/bad/row_argmax__chunk_local_index.py").read_text()
+    good = bad.replace(
+        "chunk_idx = tl.argmax(x, axis=0)", "chunk_idx = tl.argmax(x, axis=0) + start"
+    )
+    assert good != bad
+    v_bad, v_good = verifier.check("row_argmax", bad), verifier.check("row_argmax", good)
+    assert not v_bad.passed and v_bad.error_class == "mismatch"
+    assert {r.variant for r in v_bad.variants if not r.passed} == {
+        r.variant for r in v_bad.variants
+    }
+    assert v_good.passed, v_good.message
+    path = tmp_path / "traces" / "row_argmax.jsonl"
+    path.parent.mkdir()
+    trace_id = write_trace(
+        path, [(bad, v_bad), (good, v_good)], task="row_argmax", notes={1: [ARGMAX_NOTE]}
+    )
+    distill([path.parent], tmp_path / "skills", None, DistillConfig(min_prevalence=1))
+    pack = load_pack(tmp_path / "skills" / "gpu-reductions")
+    pitfalls = pack.body.split("\n## Pitfalls")[1].split("\n## ")[0]
+    assert "### mismatch on all shapes -> fixed by chunk offsets on indices (1 trace)" in pitfalls
+    assert (
+        "- In the agent's words: tl.argmax returns the position inside the chunk; add the chunk "
+        "start." in pitfalls
+    )
+    assert "+        chunk_idx = tl.argmax(x, axis=0) + start" in pitfalls
+    assert f"trace `{trace_id}` (row_argmax, lines 1-8)" in pitfalls

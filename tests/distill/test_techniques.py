@@ -117,3 +117,25 @@ def test_cuda_source_analysis():
 
 def test_unparsable_source_has_no_techniques():
     assert analyze_kernel("def broken(:\n") == {}
+
+
+def test_online_softmax_needs_the_rescale_of_the_running_sum():
+    no_rescale = SOFTMAX_ONLINE.replace("s = s * tl.exp(m - m_new) +", "s = s +")
+    assert no_rescale != SOFTMAX_ONLINE
+    assert "online_softmax" not in analyze_kernel(no_rescale)
+    via_name = SOFTMAX_ONLINE.replace(
+        "s = s * tl.exp(m - m_new) +", "alpha = tl.exp(m - m_new)\n        s = s * alpha +"
+    )
+    assert "online_softmax" in analyze_kernel(via_name)
+
+
+def test_atomic_updates_found_in_triton_and_cuda():
+    hist = ROW_SUM_MASKED.replace(
+        "tl.store(out_ptr + row, tl.sum(acc, axis=0))",
+        "tl.atomic_add(out_ptr + row, tl.sum(acc, axis=0))",
+    )
+    found = analyze_kernel(hist)
+    assert "atomic_update" in found and "tl.atomic_add" in found["atomic_update"].code
+    assert "atomic_update" not in analyze_kernel(ROW_SUM_MASKED)
+    cuda = 'src = """__global__ void h(int* o, const int* x) { atomicAdd(&o[x[0]], 1); }"""\n'
+    assert "atomic_update" in analyze_kernel(cuda)

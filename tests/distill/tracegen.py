@@ -10,7 +10,15 @@ import hashlib
 from pathlib import Path
 
 from upskills.trace import TraceWriter
-from upskills.trace.events import ModelCall, RunEnd, RunStart, ToolCall, ToolCallRequest, ToolResult
+from upskills.trace.events import (
+    ModelCall,
+    Note,
+    RunEnd,
+    RunStart,
+    ToolCall,
+    ToolCallRequest,
+    ToolResult,
+)
 from upskills.verify.verdict import ErrorClass, Verdict
 
 _ROW_SUM = """import torch
@@ -66,13 +74,23 @@ def verdict(
     task_hash: str = "0" * 16,
     speedup: float | None = None,
     failing: tuple[str, ...] = ("ragged",),
+    checked: tuple[str, ...] = ("small", "ragged"),
     error: ErrorClass = ErrorClass.MISMATCH,
     gpu: str | None = None,
 ) -> Verdict:
-    """A hand-made Verdict, for tests of the distiller's logic (not of the verifier)."""
+    """A hand-made Verdict, for tests of the distiller's logic (not of the verifier).
+
+    A failing verdict lists a failing trial per ``failing`` variant and a passing one for each
+    other ``checked`` variant, as the verifier does.
+    """
     from upskills.verify.verdict import VariantResult
 
-    variants = [VariantResult(variant=v, seed=0, passed=False, error_class=error) for v in failing]
+    variants = [
+        VariantResult(
+            variant=v, seed=0, passed=v not in failing, error_class=error if v in failing else None
+        )
+        for v in sorted(set(checked) | set(failing))
+    ]
     return Verdict(
         task=task,
         task_hash=task_hash,
@@ -97,8 +115,13 @@ def write_trace(
     task_hash: str | None = None,
     trace_id: str | None = None,
     outcome: str | None = None,
+    notes: dict[int, list[str]] | None = None,
 ) -> str:
-    """Write a trace whose agent checks each (source, verdict) in turn; returns the trace id."""
+    """Write a trace whose agent checks each (source, verdict) in turn; returns the trace id.
+
+    ``notes[i]`` are note events the agent writes just before attempt ``i`` (after the
+    previous attempt's verdict), as an external agent explains its next change.
+    """
     task_hash = task_hash or (attempts[0][1].task_hash if attempts else "0" * 16)
     ts = "2026-01-01T00:00:00.000000+00:00"
     with TraceWriter(path, trace_id=trace_id) as w:
@@ -115,6 +138,8 @@ def write_trace(
             )
         )
         for i, (source, v) in enumerate(attempts):
+            for text in (notes or {}).get(i, []):
+                w.write(Note(trace_id=tid, ts=ts, text=text))
             call_id = f"c{i}"
             w.write(
                 ModelCall(

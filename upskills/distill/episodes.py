@@ -12,7 +12,7 @@ import hashlib
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from upskills.trace.events import RunEnd, RunStart, ToolResult
+from upskills.trace.events import Note, RunEnd, RunStart, ToolResult
 from upskills.trace.reader import TraceLineError, iter_events
 from upskills.verify.verdict import Verdict
 
@@ -31,6 +31,10 @@ class Attempt:
     gpu: str | None
     first_line: int
     last_line: int
+    checked_variants: tuple[str, ...] = ()
+    """Every shape variant the verdict ran (passing or not)."""
+    notes: tuple[str, ...] = ()
+    """Agent notes written after the previous attempt and before this one was judged."""
 
 
 @dataclass(frozen=True)
@@ -90,7 +94,13 @@ class TraceSummary:
         return passing[-1]
 
 
-def _attempt(result: ToolResult, verdict: Verdict, first: int, line: int) -> Attempt:
+NOTE_KINDS = ("note", "plan")
+"""Note kinds that carry the agent's own reasoning (harness budget/warning notes do not)."""
+
+
+def _attempt(
+    result: ToolResult, verdict: Verdict, first: int, line: int, notes: tuple[str, ...]
+) -> Attempt:
     source = result.kernel_source or ""
     failing = sorted({v.variant for v in verdict.variants if not v.passed})
     return Attempt(
@@ -104,6 +114,8 @@ def _attempt(result: ToolResult, verdict: Verdict, first: int, line: int) -> Att
         gpu=verdict.gpu,
         first_line=first,
         last_line=line,
+        checked_variants=tuple(sorted({v.variant for v in verdict.variants})),
+        notes=notes,
     )
 
 
@@ -120,6 +132,8 @@ def _merge(prev: Attempt, new: Attempt) -> Attempt:
         gpu=new.gpu or prev.gpu,
         first_line=prev.first_line,
         last_line=new.last_line,
+        checked_variants=new.checked_variants,
+        notes=prev.notes,
     )
 
 
@@ -145,6 +159,7 @@ def summarize_trace(path: str | Path) -> TraceSummary:
             digest.update(chunk)
     summary.sha256 = digest.hexdigest()[:16]
     first = 1
+    notes: list[str] = []
     for lineno, event in iter_events(path, errors=summary.errors):
         summary.lines = lineno
         if not summary.trace_id:
@@ -159,14 +174,17 @@ def summarize_trace(path: str | Path) -> TraceSummary:
             summary.outcome = event.outcome
             summary.best_speedup = event.best_speedup
             summary.best_kernel_source = event.best_kernel_source
+        elif isinstance(event, Note) and event.kind in NOTE_KINDS and event.text.strip():
+            notes.append(event.text.strip())
         elif isinstance(event, ToolResult) and event.verdict is not None and event.kernel_source:
             if not summary.task:
                 summary.task, summary.task_hash = event.verdict.task, event.verdict.task_hash
-            attempt = _attempt(event, event.verdict, first, lineno)
+            attempt = _attempt(event, event.verdict, first, lineno, tuple(notes))
             prev = summary.attempts[-1] if summary.attempts else None
             if prev is not None and prev.kernel_hash == attempt.kernel_hash:
-                summary.attempts[-1] = _merge(prev, attempt)
+                summary.attempts[-1] = _merge(prev, attempt)  # its notes wait for the next one
             else:
                 summary.attempts.append(attempt)
+                notes = []
             first = lineno + 1
     return summary

@@ -24,6 +24,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from upskills.distill.changes import change_key, fix_patterns, launch_signature
 from upskills.distill.episodes import Attempt, TraceSummary
 from upskills.distill.techniques import TECHNIQUES, analyze_kernel
 
@@ -58,7 +59,8 @@ class Preconditions(BaseModel):
     dtypes: list[str] = Field(default_factory=list)
     """Input dtypes of the tasks behind the lesson."""
     shape_regimes: list[str] = Field(default_factory=list)
-    """Shape regimes (``ragged``, ``large-k``, ``any``)."""
+    """Shape regimes: ``all``, ``ragged``, failing variant names (``main+ragged``), ``large-k``,
+    ``any``."""
     tags: list[str] = Field(default_factory=list)
     """Category tags of the tasks behind the lesson."""
 
@@ -101,6 +103,8 @@ class Lesson(BaseModel):
     """Measured effect."""
     failure: str | None = None
     """The failure the lesson avoids (error class and verifier message), for fix lessons."""
+    explanation: str = ""
+    """The agent's own account of the change (its notes before the fixed attempt, trimmed)."""
     example: str = ""
     """Code: the fix as a diff (fix, perf) or the technique in a final kernel (practice)."""
     sources: list[LessonSource] = Field(default_factory=list)
@@ -117,7 +121,15 @@ class Lesson(BaseModel):
         """Short name of the failure: error class, and the shape regime when it is special."""
         cls = (self.failure or "failure").split(":", 1)[0]
         regimes = [r for r in self.preconditions.shape_regimes if r != "any"]
-        return f"{cls} on {'/'.join(regimes)} shapes" if regimes else cls
+        if not regimes:
+            return cls
+        if all(r in NAMED_REGIMES for r in regimes):
+            return f"{cls} on {'/'.join(regimes)} shapes"
+        return f"{cls} on variants {'/'.join(regimes)}"
+
+
+NAMED_REGIMES = ("all", "ragged", "large-k")
+"""Regimes with a name; any other regime is the list of failing variants (``main+ragged``)."""
 
 
 _ABS_PATH = re.compile(r"(?:/[\w.\-]+)+/([\w.\-]+)")
@@ -130,26 +142,98 @@ def clean_message(message: str, limit: int = 300) -> str:
 
 
 @functools.cache
-def task_meta(name: str) -> tuple[tuple[str, ...], tuple[str, ...], frozenset[str]]:
-    """Tags, dtypes and ragged variant names of a task, or empty when it cannot be loaded."""
+def task_meta(
+    name: str,
+) -> tuple[tuple[str, ...], tuple[str, ...], frozenset[str], frozenset[str]]:
+    """Tags, dtypes, ragged variant names and all variant names of a task (empty if unknown)."""
     try:
         from upskills.tasks import load_task
 
         task = load_task(name)
     except Exception:  # noqa: BLE001 - an unknown task only loses metadata
-        return (), (), frozenset()
-    ragged = frozenset(v.name for v in task.all_variants() if v.ragged)
-    return tuple(task.tags), tuple(task.dtypes), ragged
+        return (), (), frozenset(), frozenset()
+    variants = task.all_variants()
+    ragged = frozenset(v.name for v in variants if v.ragged)
+    return tuple(task.tags), tuple(task.dtypes), ragged, frozenset(v.name for v in variants)
 
 
-def _regime(trace: TraceSummary, failing: Iterable[str]) -> str:
-    tags, _, ragged = task_meta(trace.task)
-    failing = list(failing)
-    if failing and any(v in ragged or "ragged" in v for v in failing):
+def _regime(trace: TraceSummary) -> str:
+    """Regime of a passing kernel's lesson (perf, practice): ``large-k`` for GEMMs, else any."""
+    return "large-k" if "gemm" in task_meta(trace.task)[0] else "any"
+
+
+def fix_regime(task: str, failing: Iterable[str], checked: Iterable[str] = ()) -> str:
+    """The shape regime of a failure, from the variants that failed.
+
+    Args:
+        task: the task's name (its variants say which are ragged).
+        failing: variants with a failing trial.
+        checked: every variant the verdict ran; when empty, the task's variants stand in.
+
+    Returns:
+        ``all`` when every variant checked failed, ``ragged`` when only ragged variants
+        failed, ``any`` when no variant ran (a compile or launch error), else the failing
+        variant names joined by ``+``.
+    """
+    _, _, ragged, variants = task_meta(task)
+    failing = sorted(set(failing))
+    ran = set(checked) or variants
+    if not failing:
+        return "any"
+    if ran and set(failing) >= ran:
+        return "all"
+    if all(v in ragged or "ragged" in v for v in failing):
         return "ragged"
-    if "gemm" in tags:
-        return "large-k"
-    return "any"
+    return "+".join(failing)
+
+
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
+_ABBREVIATIONS = ("e.g.", "i.e.", "vs.", "cf.", "etc.")
+_PREDICTION = re.compile(r"^(?:predict|expect)\b", re.IGNORECASE)
+_SYMPTOM = re.compile(r"^verdict:\s*", re.IGNORECASE)
+MIN_EXPLANATION = 40
+"""Below this many characters, the explanation keeps the agent's symptom sentence too."""
+
+
+def _sentences(text: str) -> list[str]:
+    out: list[str] = []
+    for part in _SENTENCE_END.split(" ".join(text.split())):
+        if out and out[-1].lower().endswith(_ABBREVIATIONS):
+            out[-1] += " " + part
+        elif part:
+            out.append(part)
+    return out
+
+
+def explain(notes: Iterable[str], max_sentences: int = 2, limit: int = 320) -> str:
+    """The agent's own explanation of a change, trimmed to a sentence or two.
+
+    The notes written between a failing verdict and the next attempt are split into sentences;
+    predictions (``Predict a pass.``) are dropped, and so is a leading ``Verdict: ...`` sentence
+    (the symptom, which the failure message already shows) unless what remains is shorter than
+    ``MIN_EXPLANATION`` characters, in which case the symptom stays without its label. The first
+    ``max_sentences`` that fit in ``limit`` characters are kept. The same notes always give the
+    same text.
+
+    Returns:
+        The explanation, or "" when the notes hold none.
+    """
+    sentences: list[str] = []
+    for note in notes:
+        parts = [p for p in _sentences(note) if not _PREDICTION.match(p)]
+        if parts and _SYMPTOM.match(parts[0]):
+            symptom, rest = _SYMPTOM.sub("", parts[0]), parts[1:]
+            parts = rest if len(" ".join(rest)) >= MIN_EXPLANATION else [symptom, *rest]
+        sentences += parts
+    out = ""
+    for sentence in sentences[:max_sentences]:
+        joined = f"{out} {sentence}".strip()
+        if len(joined) > limit:
+            if not out:
+                out = sentence[: limit - 3].rsplit(" ", 1)[0] + "..."
+            break
+        out = joined
+    return out
 
 
 def _diff(before: str, after: str, limit: int = 24) -> str:
@@ -187,55 +271,90 @@ def _source(trace: TraceSummary, first: int, last: int) -> LessonSource:
 
 
 def _pre(trace: TraceSummary, regime: str, attempts: Iterable[Attempt]) -> Preconditions:
-    tags, dtypes, _ = task_meta(trace.task)
+    tags, dtypes, _, _ = task_meta(trace.task)
     gpus = sorted({a.gpu or "cpu" for a in attempts})
     return Preconditions(gpus=gpus, dtypes=list(dtypes), shape_regimes=[regime], tags=list(tags))
 
 
-def _changed_techniques(before: str, after: str) -> list[str]:
+def _changed_techniques(before: str, after: str, repair: bool = False) -> list[str]:
+    """Techniques a change added; for a repair also the fix patterns it matches.
+
+    When nothing was added, a changed launch setup (``num_warps``, autotune configs and sizes
+    outside the jit functions) counts as launch configuration / autotuning.
+    """
     tb, ta = analyze_kernel(before), analyze_kernel(after)
     added = [t for t in ta if t not in tb]
-    if not added:
-        added = [t for t in ("launch_config", "autotune") if t in ta and t in tb and ta[t] != tb[t]]
+    if repair:
+        added += [p for p in fix_patterns(before, after) if p not in added]
+    if not added and launch_signature(before) != launch_signature(after):
+        added = [t for t in ("launch_config", "autotune") if t in ta]
     return added
 
 
+def _fix_lessons(trace: TraceSummary, b: Attempt, a: Attempt, src: LessonSource) -> list[Lesson]:
+    regime = fix_regime(trace.task, b.failing_variants, b.checked_variants)
+    err = b.error_class or "error"
+    failure = f"{err}: {clean_message(b.message)}"
+    note = explain(a.notes)
+    out = []
+    for tech in _changed_techniques(b.kernel_source, a.kernel_source, repair=True) or [None]:
+        if tech is None:  # each distinct change is its own lesson, told in the agent's words
+            lesson_id = (
+                f"fix-unclassified-{err}-{regime}-{change_key(b.kernel_source, a.kernel_source)}"
+            )
+            intent = note or "Apply the change shown."
+        else:
+            lesson_id, intent = f"fix-{tech}-{err}-{regime}", TECHNIQUES[tech].intent
+        out.append(
+            Lesson(
+                id=lesson_id,
+                kind="fix",
+                technique=tech or "unclassified",
+                intent=intent,
+                preconditions=_pre(trace, regime, (b, a)),
+                effect=Effect(
+                    verdict_before=_verdict_text(b),
+                    verdict_after=_verdict_text(a),
+                    speedup_after=a.speedup,
+                    observations=1,
+                ),
+                failure=failure,
+                explanation=note,
+                example=_diff(b.kernel_source, a.kernel_source),
+                sources=[src],
+            )
+        )
+    return out
+
+
 def mine_trace(trace: TraceSummary) -> list[Lesson]:
-    """Lessons of one trace (each with prevalence 1), from its episodes and final kernel."""
+    """Lessons of one trace (each with prevalence 1), from its episodes and final kernel.
+
+    A return to a kernel that already passed earlier in the trace is a revert, not a change:
+    it yields neither a fix lesson nor a perf lesson (the comparison was already counted when
+    the abandoned kernel was measured).
+    """
     lessons: list[Lesson] = []
+    passed: set[str] = (
+        {trace.attempts[0].kernel_hash}
+        if trace.attempts[:1] and trace.attempts[0].passed
+        else set()
+    )
     for ep in trace.episodes:
         b, a = ep.before, ep.after
         src = _source(trace, b.first_line, a.last_line)
+        revert = a.kernel_hash in passed
+        if a.passed:
+            passed.add(a.kernel_hash)
+        if revert:
+            continue
         if ep.repaired:
-            regime = _regime(trace, b.failing_variants)
-            failure = f"{b.error_class or 'error'}: {clean_message(b.message)}"
-            for tech in _changed_techniques(b.kernel_source, a.kernel_source) or ["unclassified"]:
-                intent = (
-                    TECHNIQUES[tech].intent if tech in TECHNIQUES else "Apply the change shown."
-                )
-                lessons.append(
-                    Lesson(
-                        id=f"fix-{tech}-{b.error_class or 'error'}-{regime}",
-                        kind="fix",
-                        technique=tech,
-                        intent=intent,
-                        preconditions=_pre(trace, regime, (b, a)),
-                        effect=Effect(
-                            verdict_before=_verdict_text(b),
-                            verdict_after=_verdict_text(a),
-                            speedup_after=a.speedup,
-                            observations=1,
-                        ),
-                        failure=failure,
-                        example=_diff(b.kernel_source, a.kernel_source),
-                        sources=[src],
-                    )
-                )
+            lessons += _fix_lessons(trace, b, a, src)
         elif b.passed and a.passed and b.speedup and a.speedup:
             ratio = a.speedup / b.speedup
             if 1 / PERF_THRESHOLD < ratio < PERF_THRESHOLD:
                 continue
-            regime = _regime(trace, ())
+            regime = _regime(trace)
             for tech in _changed_techniques(b.kernel_source, a.kernel_source):
                 lessons.append(
                     Lesson(
@@ -255,7 +374,7 @@ def mine_trace(trace: TraceSummary) -> list[Lesson]:
                 )
     final = trace.final_kernel()
     if final is not None:
-        regime = _regime(trace, ())
+        regime = _regime(trace)
         for tech, finding in analyze_kernel(final.kernel_source).items():
             lessons.append(
                 Lesson(

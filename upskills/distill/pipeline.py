@@ -61,6 +61,8 @@ class DistillConfig(BaseModel):
     """Select only traces whose best speedup vs eager reaches this (None: correctness only)."""
     min_prevalence: int = 2
     """Lessons seen in fewer traces go to references/, not SKILL.md."""
+    rare_fixes: int = 12
+    """Rare repairs (below ``min_prevalence``) listed in one line each in SKILL.md (0: none)."""
     teacher: str | None = None
     """``PROVIDER/MODEL`` that rewrites the prose from the same evidence (None: no model)."""
     suite: str = "kernels"
@@ -211,7 +213,16 @@ def _plan(
             {"file": t.filename, "task": t.task, "trace_id": t.trace_id} for t in templates
         ],
     }
-    return PackPlan(name, title, scope, lessons, templates, provenance, config.min_prevalence)
+    return PackPlan(
+        name,
+        title,
+        scope,
+        lessons,
+        templates,
+        provenance,
+        config.min_prevalence,
+        rare_fixes=config.rare_fixes,
+    )
 
 
 def _write_cases(ev: _Evidence, out_cases: Path, config: DistillConfig) -> list[Path]:

@@ -19,6 +19,9 @@ from upskills.skills.tokens import COMPACT_TOKEN_BUDGET, SKILL_TOKEN_BUDGET, est
 MAX_SOURCES_SHOWN = 3
 """Sources cited inline per lesson in SKILL.md (all are in references/lessons.md)."""
 
+MAX_RARE_SHOWN = 12
+"""Repairs seen too rarely for a full entry, listed in one line each under SKILL.md's Pitfalls."""
+
 
 @dataclass(frozen=True)
 class Template:
@@ -47,6 +50,7 @@ class PackPlan:
     templates: list[Template]
     provenance: dict[str, Any]
     min_prevalence: int = 2
+    rare_fixes: int = MAX_RARE_SHOWN
     body_override: str | None = None
     main_ids: list[str] = field(default_factory=list)
 
@@ -63,7 +67,14 @@ class PackPlan:
 
 def _title(lesson: Lesson) -> str:
     info = TECHNIQUES.get(lesson.technique)
-    return info.title if info else "Unclassified change"
+    return info.title if info else "The change shown"
+
+
+def _fix_heading(lesson: Lesson) -> str:
+    """``mismatch on ragged shapes`` (+ the tasks, for a change no analyzer could name)."""
+    if lesson.technique in TECHNIQUES:
+        return lesson.failure_headline
+    return f"{lesson.failure_headline} in {', '.join(sorted({s.task for s in lesson.sources}))}"
 
 
 def _count(n: int, noun: str) -> str:
@@ -98,10 +109,12 @@ def _lesson_block(lesson: Lesson, full: bool = False) -> str:
     n = _count(lesson.prevalence, "trace")
     lines: list[str] = []
     if lesson.kind == "fix":
-        lines.append(f"### {lesson.failure_headline} -> fixed by {title.lower()} ({n})")
+        lines.append(f"### {_fix_heading(lesson)} -> fixed by {title.lower()} ({n})")
         lines.append(f"- Failure: `{lesson.failure}`")
         lines.append(f"- Verdicts: {lesson.effect.verdict_before} -> {lesson.effect.verdict_after}")
         lines.append(f"- Fix: {lesson.intent}")
+        if lesson.explanation and lesson.explanation != lesson.intent:
+            lines.append(f"- In the agent's words: {lesson.explanation}")
         fence = "diff"
     elif lesson.kind == "perf":
         before, after = _speed(lesson.effect.speedup_before), _speed(lesson.effect.speedup_after)
@@ -145,8 +158,15 @@ def describe(plan: PackPlan) -> str:
     techs = []
     for lesson in plan.lessons:
         title = _title(lesson).lower()
-        if lesson.supported and title not in techs:
+        if lesson.supported and lesson.technique in TECHNIQUES and title not in techs:
             techs.append(title)
+    errors = sorted(
+        {(x.failure or "error").split(":", 1)[0] for x in plan.lessons if x.kind == "fix"}
+        if any(x.technique not in TECHNIQUES for x in plan.lessons)
+        else set()
+    )
+    if errors:
+        techs.append(f"verified repairs of {', '.join(errors)} failures")
     text = (
         f"{plan.title} (Triton/CUDA): {', '.join(techs[:8]) or 'lessons from traces'}. "
         f"Use when writing, fixing or speeding up {plan.scope} kernels. Distilled from "
@@ -156,7 +176,17 @@ def describe(plan: PackPlan) -> str:
     return text[:1024]
 
 
-def _sections(plan: PackPlan, main: list[Lesson]) -> list[str]:
+def _rare_line(lesson: Lesson) -> str:
+    """One line: the failure, where, what fixed it (in the agent's words when it gave some)."""
+    tasks = ", ".join(sorted({s.task for s in lesson.sources}))
+    fix = lesson.explanation or lesson.intent
+    if lesson.technique in TECHNIQUES:
+        fix = f"{_title(lesson)}. {fix}"
+    src = lesson.sources[0]
+    return f"- `{lesson.failure_headline}` in {tasks} -> {fix} (trace `{src.trace_id}`)"
+
+
+def _sections(plan: PackPlan, main: list[Lesson], rare: list[Lesson] | None = None) -> list[str]:
     fixes = [x for x in main if x.kind == "fix"]
     perf = [x for x in main if x.kind == "perf"]
     practice = [x for x in main if x.kind == "practice"]
@@ -184,9 +214,17 @@ def _sections(plan: PackPlan, main: list[Lesson]) -> list[str]:
         "No technique seen often enough yet; see references/lessons.md.\n"
     ]
     out += ["## Pitfalls", ""]
-    out += [_lesson_block(x) + "\n" for x in fixes] or [
-        "No repaired failure seen often enough yet; see references/lessons.md.\n"
-    ]
+    out += [_lesson_block(x) + "\n" for x in fixes] or (
+        [] if rare else ["No repaired failure seen often enough yet; see references/lessons.md.\n"]
+    )
+    if rare:
+        out += [
+            "Repairs seen in fewer traces so far (diff, verdicts and sources in "
+            "references/lessons.md):",
+            "",
+            *[_rare_line(x) for x in rare],
+            "",
+        ]
     if perf:
         out += ["## Performance", ""] + [_lesson_block(x) + "\n" for x in perf]
     out += ["## Checklist", ""]
@@ -209,16 +247,35 @@ def _sections(plan: PackPlan, main: list[Lesson]) -> list[str]:
     return out
 
 
+def _rare(plan: PackPlan) -> list[Lesson]:
+    """Supported repairs seen in fewer than ``min_prevalence`` traces (at most ``rare_fixes``)."""
+    rare = [
+        x
+        for x in plan.lessons
+        if x.kind == "fix" and x.supported and x.prevalence < plan.min_prevalence
+    ]
+    return rare[: max(plan.rare_fixes, 0)]
+
+
 def render_skill_body(plan: PackPlan) -> str:
-    """SKILL.md body: the largest prefix of eligible lessons that fits the token budget."""
+    """SKILL.md body: the largest prefix of eligible lessons that fits the token budget.
+
+    Repairs seen in fewer than ``min_prevalence`` traces get one line each under Pitfalls
+    (their full entries stay in references/lessons.md); those lines are dropped first when the
+    body does not fit.
+    """
     eligible = [x for x in plan.lessons if x.supported and x.prevalence >= plan.min_prevalence]
     main = list(eligible)
+    rare = _rare(plan)
     while True:
-        body = "\n".join(_sections(plan, main))
-        if estimate_tokens(body) + 300 <= SKILL_TOKEN_BUDGET or not main:
+        body = "\n".join(_sections(plan, main, rare))
+        if estimate_tokens(body) + 300 <= SKILL_TOKEN_BUDGET or not (main or rare):
             plan.main_ids = [x.id for x in main]
             return body
-        main.pop()
+        if rare:
+            rare.pop()
+        else:
+            main.pop()
 
 
 def render_compact(plan: PackPlan) -> str:
@@ -234,6 +291,12 @@ def render_compact(plan: PackPlan) -> str:
     lines += [f"- Check: {TECHNIQUES[t].check}" for t in techs]
     for t in plan.templates[:1]:
         lines.append(f"- Template: `{t.filename}` (verified on `{t.task}`).")
+    for x in _rare(plan):  # last, so the budget drops them first
+        tasks = ", ".join(sorted({s.task for s in x.sources}))
+        lines.append(
+            f"- Pitfall ({_count(x.prevalence, 'trace')}): `{x.failure_headline}` in {tasks} -> "
+            f"{x.explanation or x.intent}"
+        )
     while estimate_tokens("\n".join(lines)) > COMPACT_TOKEN_BUDGET:
         lines.pop()
     return "\n".join(lines) + "\n"

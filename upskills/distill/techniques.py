@@ -48,6 +48,14 @@ TECHNIQUES: dict[str, TechniqueInfo] = {
         "Strided loads are deliberate (e.g. a column reduction) and strides come from "
         "`tensor.stride()`, not assumed.",
     ),
+    "atomic_update": TechniqueInfo(
+        "Atomic updates",
+        "memory-access",
+        "Use atomics (`tl.atomic_add`, `atomicAdd`) where lanes or programs update the same "
+        "address; a load-add-store loses updates.",
+        "Scattered read-modify-write (histograms, scatter-add, cross-program sums) uses atomics "
+        "or private copies merged afterwards.",
+    ),
     "vectorized_memory": TechniqueInfo(
         "Vectorized loads and stores",
         "memory-access",
@@ -114,8 +122,38 @@ TECHNIQUES: dict[str, TechniqueInfo] = {
         "Let `triton.autotune` pick block sizes and warps per shape.",
         "Autotune keys include the sizes that change the best configuration.",
     ),
+    "loop_bound_cdiv": TechniqueInfo(
+        "Ceil-divided loop bounds",
+        "tiling",
+        "Run `cdiv(K, BLOCK_K)` loop steps, not `K // BLOCK_K`, so the last partial block is "
+        "visited (and masked).",
+        "Loop trip counts over a dimension use `tl.cdiv`/`triton.cdiv`, never floor division.",
+    ),
+    "carry_accumulation": TechniqueInfo(
+        "Accumulated carries",
+        "reductions",
+        "A carry across chunks (scan offset, running sum) must accumulate (`carry += s`), not be "
+        "overwritten by the last chunk.",
+        "Running values carried across loop iterations are updated with `+=` (or an explicit "
+        "combine), not reassigned.",
+    ),
+    "chunk_offset_index": TechniqueInfo(
+        "Chunk offsets on indices",
+        "reductions",
+        "An index computed inside a chunk (`tl.argmax`, a block position) is local; add the "
+        "chunk's start before using it as a row position.",
+        "Indices produced per chunk have the chunk start added before they are stored or "
+        "compared across chunks.",
+    ),
+    "true_length_divisor": TechniqueInfo(
+        "Divide by the true length",
+        "reductions",
+        "Means and variances divide by the real length `n`, not the padded power-of-two block.",
+        "Normalisers use the runtime length argument, never the `tl.constexpr` block size.",
+    ),
 }
-"""Every technique the analyzers can report, in rendering order."""
+"""Every technique the analyzers can report, in rendering order. The last four are repairs
+recognised from a change (``upskills.distill.changes.fix_patterns``), never from one kernel."""
 
 FAMILIES = ("memory-access", "reductions", "tiling", "launch-tuning")
 """Technique families, in rendering order."""
@@ -251,6 +289,8 @@ def _analyze_call(
         out.add("tiling", node.lineno)
         if any(k.arg == "out_dtype" for k in node.keywords):
             out.add("fp32_accumulation", node.lineno)
+    elif short.startswith("atomic_") and name.startswith("tl"):
+        out.add("atomic_update", node.lineno)
     elif short in ("multiple_of", "max_contiguous", "max_constancy"):
         out.add("vectorized_memory", node.lineno)
     elif short == "to" and any("float32" in _dotted(a) for a in node.args):
@@ -261,16 +301,49 @@ def _analyze_call(
         out.add("fp32_accumulation", node.lineno)
 
 
+def _has_exp_of_difference(node: ast.AST) -> bool:
+    return any(
+        isinstance(n, ast.Call)
+        and _call_name(n).rpartition(".")[2] in ("exp", "exp2")
+        and any(
+            isinstance(x, ast.BinOp) and isinstance(x.op, ast.Sub)
+            for a in n.args
+            for x in ast.walk(a)
+        )
+        for n in ast.walk(node)
+    )
+
+
+def _rescales(loop: ast.For) -> bool:
+    """Some running value is multiplied by ``exp(m_old - m_new)`` (directly or via a name)."""
+    factors = {
+        t.id
+        for n in ast.walk(loop)
+        if isinstance(n, ast.Assign) and _has_exp_of_difference(n.value)
+        for t in n.targets
+        if isinstance(t, ast.Name)
+    }
+
+    def is_factor(node: ast.AST) -> bool:
+        return _has_exp_of_difference(node) or bool(_names(node) & factors)
+
+    for n in ast.walk(loop):
+        if isinstance(n, ast.AugAssign) and isinstance(n.op, ast.Mult) and is_factor(n.value):
+            return True
+        if isinstance(n, ast.Assign) and len(n.targets) == 1:
+            target = _names(n.targets[0])
+            for m in ast.walk(n.value):
+                if isinstance(m, ast.BinOp) and isinstance(m.op, ast.Mult):
+                    for own, other in ((m.left, m.right), (m.right, m.left)):
+                        if _names(_strip_index(own)) & target and is_factor(other):
+                            return True
+    return False
+
+
 def _analyze_loop(node: ast.For, out: _Collector) -> None:
     calls = [n for n in ast.walk(node) if isinstance(n, ast.Call)]
     shorts = {_call_name(n).rpartition(".")[2] for n in calls}
-    if "maximum" in shorts and any(
-        _call_name(n).rpartition(".")[2] in ("exp", "exp2")
-        and n.args
-        and isinstance(n.args[0], ast.BinOp)
-        and isinstance(n.args[0].op, ast.Sub)
-        for n in calls
-    ):
+    if "maximum" in shorts and _rescales(node):
         out.add("online_softmax", node.lineno)
     if "dot" in shorts:
         out.add("tiling", node.lineno)
@@ -306,6 +379,7 @@ _CUDA_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("shared_memory", re.compile(r"__shared__")),
     ("vectorized_memory", re.compile(r"\b(?:float4|float2|half2|__half2|int4|__nv_bfloat162)\b")),
     ("masking", re.compile(r"if\s*\(\s*[\w.]+\s*(?:<|>=)\s*[\w.]+\s*\)")),
+    ("atomic_update", re.compile(r"\batomic(?:Add|Max|Min|CAS|Exch)\s*\(")),
     ("fp32_accumulation", re.compile(r"__half2float|__bfloat162float|static_cast<float>")),
     (
         "coalesced_access",
