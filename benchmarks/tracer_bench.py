@@ -24,15 +24,28 @@ def _events(trace_id: str, n: int):
     for i in range(n):
         k = i % 3
         if k == 0:
-            yield ModelCall(trace_id=trace_id, provider="mock", model="m", response_text="y" * 400,
-                            tool_calls=[ToolCallRequest(id=str(i), name="check")],
-                            usage=Usage(input_tokens=1000, output_tokens=100))
+            yield ModelCall(
+                trace_id=trace_id,
+                provider="mock",
+                model="m",
+                response_text="y" * 400,
+                tool_calls=[ToolCallRequest(id=str(i), name="check")],
+                usage=Usage(input_tokens=1000, output_tokens=100),
+            )
         elif k == 1:
-            yield ToolCall(trace_id=trace_id, tool_name="check", call_id=str(i),
-                           arguments={"source": KERNEL})
+            yield ToolCall(
+                trace_id=trace_id, tool_name="check", call_id=str(i), arguments={"source": KERNEL}
+            )
         else:
-            yield ToolResult(trace_id=trace_id, tool_name="check", call_id=str(i), output="PASS",
-                             verdict=verdict, kernel_source=KERNEL, kernel_hash="abc")
+            yield ToolResult(
+                trace_id=trace_id,
+                tool_name="check",
+                call_id=str(i),
+                output="PASS",
+                verdict=verdict,
+                kernel_source=KERNEL,
+                kernel_hash="abc",
+            )
 
 
 def run(n: int, durable: bool) -> dict:
@@ -68,8 +81,10 @@ def main() -> None:
     print(f"{'mode':<10}{'events':>8}{'write us/ev':>13}{'read us/ev':>12}{'B/ev':>7}")
     for r in rows:
         mode = "fsync" if r["durable_fsync"] else "flush"
-        print(f"{mode:<10}{r['events']:>8}{r['write_us_per_event']:>13}{r['read_us_per_event']:>12}"
-              f"{r['bytes_per_event']:>7}")
+        print(
+            f"{mode:<10}{r['events']:>8}{r['write_us_per_event']:>13}{r['read_us_per_event']:>12}"
+            f"{r['bytes_per_event']:>7}"
+        )
     if args.out:
         args.out.write_text(json.dumps(result, indent=2) + "\n")
 

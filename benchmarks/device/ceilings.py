@@ -38,9 +38,13 @@ def main() -> None:
     n = 1 << 30  # 4 GiB of fp32
     src = torch.randn(n, device="cuda")
     dst = torch.empty_like(src)
-    ms = _median_ms(lambda: dst.copy_(src))
-    result = {"gpu": torch.cuda.get_device_name(), "torch": torch.__version__,
-              "copy_gb_per_s": round(2 * n * 4 / (ms * 1e-3) / 1e9, 1), "copy_ms": ms}
+    ms = _median_ms(lambda dst=dst, src=src: dst.copy_(src))
+    result = {
+        "gpu": torch.cuda.get_device_name(),
+        "torch": torch.__version__,
+        "copy_gb_per_s": round(2 * n * 4 / (ms * 1e-3) / 1e9, 1),
+        "copy_ms": ms,
+    }
     del src, dst
     s = 8192
     for dtype in (torch.float16, torch.bfloat16):

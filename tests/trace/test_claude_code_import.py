@@ -20,38 +20,133 @@ def _session(path: Path) -> None:
     base = {"sessionId": "s1", "version": "2.0.61", "cwd": "/repo", "isSidechain": False}
     recs = [
         {"type": "summary", "summary": "kernels", "leafUuid": "x"},
-        {**base, "type": "user", "uuid": "u1", "timestamp": "2026-11-30T10:00:00.000Z",
-         "message": {"role": "user", "content": "Write a fast row_sum kernel"}},
-        {**base, "type": "assistant", "uuid": "a1", "timestamp": "2026-11-30T10:00:05.000Z",
-         "message": {"id": "msg_1", "role": "assistant", "model": "claude-sonnet-4-5",
-                     "content": [{"type": "text", "text": "I'll write it."}],
-                     "usage": {"input_tokens": 10, "output_tokens": 5}}},
-        {**base, "type": "assistant", "uuid": "a2", "timestamp": "2026-11-30T10:00:06.000Z",
-         "message": {"id": "msg_1", "role": "assistant", "model": "claude-sonnet-4-5",
-                     "content": [{"type": "tool_use", "id": "tu1", "name": "Write",
-                                  "input": {"file_path": "k.py", "content": "import triton\n"}}],
-                     "stop_reason": "tool_use",
-                     "usage": {"input_tokens": 10, "output_tokens": 40, "cache_read_input_tokens": 900}}},
-        {**base, "type": "user", "uuid": "u2", "timestamp": "2026-11-30T10:00:07.000Z",
-         "message": {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "tu1",
-                                                  "content": "File created"}]}},
+        {
+            **base,
+            "type": "user",
+            "uuid": "u1",
+            "timestamp": "2026-11-30T10:00:00.000Z",
+            "message": {"role": "user", "content": "Write a fast row_sum kernel"},
+        },
+        {
+            **base,
+            "type": "assistant",
+            "uuid": "a1",
+            "timestamp": "2026-11-30T10:00:05.000Z",
+            "message": {
+                "id": "msg_1",
+                "role": "assistant",
+                "model": "claude-sonnet-4-5",
+                "content": [{"type": "text", "text": "I'll write it."}],
+                "usage": {"input_tokens": 10, "output_tokens": 5},
+            },
+        },
+        {
+            **base,
+            "type": "assistant",
+            "uuid": "a2",
+            "timestamp": "2026-11-30T10:00:06.000Z",
+            "message": {
+                "id": "msg_1",
+                "role": "assistant",
+                "model": "claude-sonnet-4-5",
+                "content": [
+                    {
+                        "type": "tool_use",
+                        "id": "tu1",
+                        "name": "Write",
+                        "input": {"file_path": "k.py", "content": "import triton\n"},
+                    }
+                ],
+                "stop_reason": "tool_use",
+                "usage": {"input_tokens": 10, "output_tokens": 40, "cache_read_input_tokens": 900},
+            },
+        },
+        {
+            **base,
+            "type": "user",
+            "uuid": "u2",
+            "timestamp": "2026-11-30T10:00:07.000Z",
+            "message": {
+                "role": "user",
+                "content": [
+                    {"type": "tool_result", "tool_use_id": "tu1", "content": "File created"}
+                ],
+            },
+        },
         "{this line is torn",
-        {**base, "type": "assistant", "uuid": "a3", "timestamp": "2026-11-30T10:00:09.000Z",
-         "message": {"id": "msg_2", "role": "assistant", "model": "claude-sonnet-4-5",
-                     "content": [{"type": "tool_use", "id": "tu2", "name": "Bash",
-                                  "input": {"command": "upskills check row_sum k.py --json"}}],
-                     "usage": {"input_tokens": 3, "output_tokens": 7}}},
-        {**base, "type": "user", "uuid": "u3", "timestamp": "2026-11-30T10:00:20.000Z",
-         "message": {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "tu2",
-                                                  "content": verdict_fail, "is_error": True}]}},
-        {**base, "type": "assistant", "uuid": "a4", "timestamp": "2026-11-30T10:00:25.000Z",
-         "message": {"id": "msg_3", "role": "assistant", "model": "claude-sonnet-4-5",
-                     "content": [{"type": "tool_use", "id": "tu3", "name": "Bash",
-                                  "input": {"command": "upskills check row_sum k.py --json"}}],
-                     "usage": {"input_tokens": 3, "output_tokens": 7}}},
-        {**base, "type": "user", "uuid": "u4", "timestamp": "2026-11-30T10:00:40.000Z",
-         "message": {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "tu3",
-                                                  "content": [{"type": "text", "text": verdict_pass}]}]}},
+        {
+            **base,
+            "type": "assistant",
+            "uuid": "a3",
+            "timestamp": "2026-11-30T10:00:09.000Z",
+            "message": {
+                "id": "msg_2",
+                "role": "assistant",
+                "model": "claude-sonnet-4-5",
+                "content": [
+                    {
+                        "type": "tool_use",
+                        "id": "tu2",
+                        "name": "Bash",
+                        "input": {"command": "upskills check row_sum k.py --json"},
+                    }
+                ],
+                "usage": {"input_tokens": 3, "output_tokens": 7},
+            },
+        },
+        {
+            **base,
+            "type": "user",
+            "uuid": "u3",
+            "timestamp": "2026-11-30T10:00:20.000Z",
+            "message": {
+                "role": "user",
+                "content": [
+                    {
+                        "type": "tool_result",
+                        "tool_use_id": "tu2",
+                        "content": verdict_fail,
+                        "is_error": True,
+                    }
+                ],
+            },
+        },
+        {
+            **base,
+            "type": "assistant",
+            "uuid": "a4",
+            "timestamp": "2026-11-30T10:00:25.000Z",
+            "message": {
+                "id": "msg_3",
+                "role": "assistant",
+                "model": "claude-sonnet-4-5",
+                "content": [
+                    {
+                        "type": "tool_use",
+                        "id": "tu3",
+                        "name": "Bash",
+                        "input": {"command": "upskills check row_sum k.py --json"},
+                    }
+                ],
+                "usage": {"input_tokens": 3, "output_tokens": 7},
+            },
+        },
+        {
+            **base,
+            "type": "user",
+            "uuid": "u4",
+            "timestamp": "2026-11-30T10:00:40.000Z",
+            "message": {
+                "role": "user",
+                "content": [
+                    {
+                        "type": "tool_result",
+                        "tool_use_id": "tu3",
+                        "content": [{"type": "text", "text": verdict_pass}],
+                    }
+                ],
+            },
+        },
     ]
     path.write_text("\n".join(r if isinstance(r, str) else json.dumps(r) for r in recs) + "\n")
 
@@ -75,7 +170,9 @@ def test_import_maps_blocks_to_events(tmp_path: Path) -> None:
     assert results[1].error is not None
     assert results[2].verdict is not None and results[2].verdict.speedup_eager == 2.5
     start = trace.start
-    assert start is not None and start.agent_role == "external" and start.agent_name == "claude-code"
+    assert (
+        start is not None and start.agent_role == "external" and start.agent_name == "claude-code"
+    )
     assert start.ts.startswith("2026-11-30T10:00:0")
     st = trace_stats(trace)
     assert st.solved and st.repaired_failures == 1 and st.best_speedup == 2.5

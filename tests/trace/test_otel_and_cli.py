@@ -13,7 +13,7 @@ from upskills.trace.otel import export_otel
 def _attrs(span: dict) -> dict:
     out = {}
     for a in span["attributes"]:
-        (kind, val), = a["value"].items()
+        ((kind, val),) = a["value"].items()
         out[a["key"]] = val
     return out
 
@@ -51,7 +51,10 @@ def test_cli_list_show_stats_export(sample_trace: Path, tmp_path: Path) -> None:
     assert data["traces"][0]["turns"] == 2
     out = tmp_path / "spans.json"
     res = runner.invoke(main, ["traces", "export", folder, "--format", "otel", "--out", str(out)])
-    assert res.exit_code == 0 and len(json.loads(out.read_text())["resourceSpans"][0]["scopeSpans"][0]["spans"]) == 5
+    assert (
+        res.exit_code == 0
+        and len(json.loads(out.read_text())["resourceSpans"][0]["scopeSpans"][0]["spans"]) == 5
+    )
 
 
 def test_cli_errors_are_clear(tmp_path: Path) -> None:

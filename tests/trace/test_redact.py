@@ -22,21 +22,46 @@ def test_secret_keys_and_shapes_are_masked() -> None:
     assert out["api_key"] == REDACTED
     assert out["headers"] == {"Authorization": REDACTED, "x-api-key": REDACTED}
     assert out["input_tokens"] == 12 and out["max_tokens"] == 100
-    assert "sk-ant" not in out["text"] and "hf_" not in out["text"] and out["text"].count(REDACTED) == 2
+    assert (
+        "sk-ant" not in out["text"]
+        and "hf_" not in out["text"]
+        and out["text"].count(REDACTED) == 2
+    )
     assert out["nested"][0]["token"] == REDACTED
 
 
-def test_env_secret_values_never_reach_the_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_env_secret_values_never_reach_the_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     secret = "my-very-private-key-value-123"
     monkeypatch.setenv("ANTHROPIC_API_KEY", secret)
     path = tmp_path / "t.jsonl"
     with TraceWriter(path) as w:
-        w.write(RunStart(trace_id=w.trace_id, task="t", task_hash="h", agent_role="teacher",
-                         parameters={"api_key": secret, "base_url": "http://127.0.0.1:1"}))
-        w.write(ModelCall(trace_id=w.trace_id, provider="anthropic", model="m",
-                          messages=[{"role": "user", "content": f"key is {secret}"}]))
-        w.write(ToolCall(trace_id=w.trace_id, tool_name="bash", call_id="1",
-                         arguments={"cmd": f"curl -H 'Authorization: Bearer {secret}'"}))
+        w.write(
+            RunStart(
+                trace_id=w.trace_id,
+                task="t",
+                task_hash="h",
+                agent_role="teacher",
+                parameters={"api_key": secret, "base_url": "http://127.0.0.1:1"},
+            )
+        )
+        w.write(
+            ModelCall(
+                trace_id=w.trace_id,
+                provider="anthropic",
+                model="m",
+                messages=[{"role": "user", "content": f"key is {secret}"}],
+            )
+        )
+        w.write(
+            ToolCall(
+                trace_id=w.trace_id,
+                tool_name="bash",
+                call_id="1",
+                arguments={"cmd": f"curl -H 'Authorization: Bearer {secret}'"},
+            )
+        )
     text = path.read_text()
     assert secret not in text
     assert text.count(REDACTED) >= 3

@@ -25,8 +25,15 @@ def test_round_trip_uses_otel_names_and_validates(sample_trace: Path) -> None:
     assert tool["gen_ai.tool.name"] == "check" and tool["gen_ai.tool.call.id"] == "c1"
     trace = read_trace(sample_trace, strict=True)
     assert [e.event for e in trace.events] == [
-        "run_start", "model_call", "tool_call", "tool_result", "note",
-        "model_call", "tool_call", "tool_result", "run_end",
+        "run_start",
+        "model_call",
+        "tool_call",
+        "tool_result",
+        "note",
+        "model_call",
+        "tool_call",
+        "tool_result",
+        "run_end",
     ]
     assert isinstance(trace.events[3], ToolResult) and trace.events[3].verdict is not None
     assert trace.events[3].verdict.passed is False
