@@ -106,3 +106,17 @@ def test_nan_free_summary(tmp_path):
     report = write_report(run)
     for r in report.lifts:
         assert not math.isnan(r.lift.ci_low)
+
+
+def test_report_out_folder_keeps_the_run_folder_clean(tmp_path):
+    from upskills._cli.main import main
+
+    run = write_run(tmp_path / "run")
+    out = tmp_path / "report-cpu"
+    result = CliRunner(env={"COLUMNS": "220"}).invoke(
+        main, ["report", str(run), "--out", str(out)]
+    )
+    assert result.exit_code == 0, result.output
+    assert {p.name for p in out.iterdir()} >= {"report.md", "summary.json"}
+    assert json.loads((out / "summary.json").read_text())["arms"]
+    assert not (run / "report.md").exists()

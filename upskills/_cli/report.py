@@ -15,14 +15,20 @@ import click
     help="Another run to compare against (paired by student, arm and case).",
 )
 @click.option("--device", type=click.Choice(["cpu", "cuda"]), help="Evaluation to report.")
-def cli(run_dir: Path, baseline: Path | None, device: str | None) -> None:
+@click.option(
+    "--out",
+    type=click.Path(file_okay=False, path_type=Path),
+    help="Folder for the report files (default: the run folder).",
+)
+def cli(run_dir: Path, baseline: Path | None, device: str | None, out: Path | None) -> None:
     """Write the report of a lift run and print its table."""
     from upskills.report import write_report
     from upskills.report.render import print_table
 
     try:
-        report = write_report(run_dir, baseline, device)
+        report = write_report(run_dir, baseline, device, out)
     except (FileNotFoundError, ValueError) as exc:
         raise click.ClickException(str(exc)) from None
     print_table(report)
-    click.echo(f"wrote {run_dir / 'report.md'}, {run_dir / 'summary.json'} and plots")
+    where = out or run_dir
+    click.echo(f"wrote {where / 'report.md'}, {where / 'summary.json'} and plots")

@@ -16,7 +16,10 @@ __all__ = ["write_report"]
 
 
 def write_report(
-    run_dir: str | Path, baseline: str | Path | None = None, device: str | None = None
+    run_dir: str | Path,
+    baseline: str | Path | None = None,
+    device: str | None = None,
+    out_dir: str | Path | None = None,
 ) -> Report:
     """Compute a run's statistics and write ``report.md``, ``summary.json`` and plots.
 
@@ -24,6 +27,8 @@ def write_report(
         run_dir: the lift run folder.
         baseline: another run folder to compare against (paired by student, arm and case).
         device: evaluation device to report (default: cuda when evaluated there, else cpu).
+        out_dir: where to write the files (default: ``run_dir``), so the reports of one run's
+            CPU and GPU evaluations can sit side by side.
 
     Returns:
         The Report (also written as ``summary.json``).
@@ -39,8 +44,10 @@ def write_report(
 
     run_dir = Path(run_dir)
     report = compute_report(run_dir, Path(baseline) if baseline else None, device)
-    (run_dir / "summary.json").write_text(report.model_dump_json(indent=1) + "\n", "utf-8")
-    (run_dir / "report.md").write_text(render_markdown(report), "utf-8")
-    plot_lifts(report, run_dir / LIFT_PLOT)
-    plot_speedups(report, run_dir / SPEEDUP_PLOT)
+    out = Path(out_dir) if out_dir is not None else run_dir
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "summary.json").write_text(report.model_dump_json(indent=1) + "\n", "utf-8")
+    (out / "report.md").write_text(render_markdown(report), "utf-8")
+    plot_lifts(report, out / LIFT_PLOT)
+    plot_speedups(report, out / SPEEDUP_PLOT)
     return report
