@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ast
 import json
+import os
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
@@ -143,10 +144,11 @@ def load_provider(student: Student) -> Any:
         check_endpoint(student)
     except StudentError as exc:
         raise LiftError(str(exc)) from None
-    if student.is_local() and student.cpu_threads and student.device == "cpu":
+    threads = os.environ.get("UPSKILLS_CPU_THREADS") or student.cpu_threads
+    if student.is_local() and threads and student.device == "cpu":
         import torch
 
-        torch.set_num_threads(student.cpu_threads)
+        torch.set_num_threads(int(threads))  # this machine's choice: not part of the run's identity
     try:
         return get_provider(student.provider_spec(), **student.provider_options())
     except (ProviderError, FileNotFoundError, ValueError) as exc:
