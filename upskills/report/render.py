@@ -171,7 +171,7 @@ def plot_lifts(report: Report, path: Path) -> None:
     ax.set_xlabel("lift vs baseline, percentage points (95% CI, clustered by task)")
     ax.set_title(f"{report.run}: lift ({report.device or 'n/a'})")
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    fig.savefig(path, dpi=110, bbox_inches="tight")
     plt.close(fig)
 
 
@@ -206,7 +206,7 @@ def plot_speedups(report: Report, path: Path) -> None:
         ax.set_axis_off()
     ax.set_title(f"{report.run}: speedup distributions")
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    fig.savefig(path, dpi=110, bbox_inches="tight")
     plt.close(fig)
 
 
