@@ -113,9 +113,7 @@ def test_report_out_folder_keeps_the_run_folder_clean(tmp_path):
 
     run = write_run(tmp_path / "run")
     out = tmp_path / "report-cpu"
-    result = CliRunner(env={"COLUMNS": "220"}).invoke(
-        main, ["report", str(run), "--out", str(out)]
-    )
+    result = CliRunner(env={"COLUMNS": "220"}).invoke(main, ["report", str(run), "--out", str(out)])
     assert result.exit_code == 0, result.output
     assert {p.name for p in out.iterdir()} >= {"report.md", "summary.json"}
     assert json.loads((out / "summary.json").read_text())["arms"]
