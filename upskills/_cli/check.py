@@ -11,8 +11,10 @@ def _format_verdict(verdict) -> str:  # noqa: ANN001 - a Verdict; imported lazil
     status = (
         "PASSED" if verdict.passed else f"FAILED ({verdict.error_class}, stage {verdict.stage})"
     )
+    guard = f" guard {verdict.guard}" if verdict.guard else ""
     lines = [
-        f"{status}: task {verdict.task} [{verdict.task_hash}] on {verdict.gpu or verdict.device}",
+        f"{status}: task {verdict.task} [{verdict.task_hash}] on {verdict.gpu or verdict.device}"
+        f"{guard} (seed {verdict.seed}; replay with --seed {verdict.seed})",
         f"  {verdict.message}",
     ]
     for r in verdict.variants:
@@ -20,7 +22,9 @@ def _format_verdict(verdict) -> str:  # noqa: ANN001 - a Verdict; imported lazil
         err = f" max_abs_err={r.max_abs_err:.3g}" if r.max_abs_err is not None else ""
         rel = f" max_rel_err={r.max_rel_err:.3g}" if r.max_rel_err is not None else ""
         why = f"  {r.error_class}" if r.error_class else ""
-        lines.append(f"  {mark} variant={r.variant} seed={r.seed}{err}{rel}{why}")
+        dom = f" inputs={r.domain}" if r.domain != "normal" else ""
+        shape = " " + ",".join(f"{k}={v}" for k, v in r.shape.items()) if r.shape else ""
+        lines.append(f"  {mark} variant={r.variant}{shape} seed={r.seed}{dom}{err}{rel}{why}")
     if verdict.timing is not None:
         t = verdict.timing
         lines.append(
@@ -31,6 +35,7 @@ def _format_verdict(verdict) -> str:  # noqa: ANN001 - a Verdict; imported lazil
             lines.append(f"  baseline {name}: median {b.median_ms:.4f} ms")
     else:
         lines.append(f"  timing: {verdict.timing_status}")
+    lines.extend(f"  note: {note}" for note in verdict.notes)
     lines.append(f"  ({verdict.duration_s:.1f} s)")
     return "\n".join(lines)
 
@@ -68,6 +73,12 @@ class CheckError(click.ClickException):
     help="Seconds the whole check may take before the worker is killed.",
 )
 @click.option("--variant", "variants", multiple=True, help="Check only this variant (repeatable).")
+@click.option(
+    "--seed",
+    type=click.IntRange(min=0),
+    default=None,
+    help="The check's seed, to replay a verdict (default: a fresh one per check).",
+)
 def cli(
     task: str,
     candidate: Path,
@@ -77,6 +88,7 @@ def cli(
     no_timing: bool,
     timeout: float,
     variants: tuple[str, ...],
+    seed: int | None,
 ) -> None:
     """Verify CANDIDATE.py (a module defining ModelNew) against TASK.
 
@@ -97,6 +109,7 @@ def cli(
         timing=not no_timing,
         timeout_s=timeout,
         variants=list(variants) or None,
+        seed=seed,
     )
     try:
         verdict = check(task_obj, candidate, device=device, options=options)

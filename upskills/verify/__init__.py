@@ -7,7 +7,7 @@ parse -> static guards -> import -> interface -> correctness -> timing -> speedu
 
 from upskills.verify.hardware import describe_hardware
 from upskills.verify.options import CheckOptions
-from upskills.verify.verdict import ErrorClass, Timing, VariantResult, Verdict
+from upskills.verify.verdict import ErrorClass, Timing, VariantResult, Verdict, VerdictStage
 from upskills.verify.verifier import Verifier, check
 
 __all__ = [
@@ -16,6 +16,7 @@ __all__ = [
     "Timing",
     "VariantResult",
     "Verdict",
+    "VerdictStage",
     "Verifier",
     "check",
     "describe_hardware",
