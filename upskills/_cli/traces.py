@@ -249,11 +249,15 @@ def import_group() -> None:
 
 
 @import_group.command("claude-code")
-@click.argument("source", type=click.Path(exists=True, dir_okay=False))
+@click.argument("source", type=click.Path(exists=True))
 @click.option("--out", type=click.Path(dir_okay=False), required=True, help="Trace file to write.")
 @click.option("--task", default="unknown", show_default=True, help="Task the session worked on.")
 def import_claude_code_cmd(source: str, out: str, task: str) -> None:
-    """Import a Claude Code session log (tool_use/tool_result blocks become trace events)."""
+    """Import a Claude Code session: a SESSION.jsonl file or its session folder.
+
+    Subagent transcripts (``SESSION/subagents/agent-*.jsonl``) become child spans; malformed
+    rows are skipped with a warning naming their file and line.
+    """
     from upskills.trace.importers.claude_code import import_claude_code
 
     task_hash = ""
@@ -265,8 +269,9 @@ def import_claude_code_cmd(source: str, out: str, task: str) -> None:
         task_hash = ""
     try:
         res = import_claude_code(source, out, task=task, task_hash=task_hash)
-    except FileExistsError as exc:
+    except (FileExistsError, FileNotFoundError) as exc:
         raise click.ClickException(str(exc)) from exc
     for err in res.skipped:
-        _err.print(f"[yellow]skipped[/] {err}")
-    _console.print(f"wrote {res.events} events to {res.path}")
+        _err.print(f"[yellow]warning: skipped[/] {err}", highlight=False, soft_wrap=True)
+    subs = f" ({res.subagents} subagents)" if res.subagents else ""
+    _console.print(f"wrote {res.events} events to {res.path}{subs}", soft_wrap=True)

@@ -259,9 +259,7 @@ class _Run:
             )
             raise
         usage = response.usage
-        self.totals.input_tokens += (
-            usage.input_tokens + usage.cache_read_tokens + usage.cache_write_tokens
-        )
+        self.totals.input_tokens += usage.total_input_tokens
         self.totals.output_tokens += usage.output_tokens
         event = ModelCall(
             trace_id=self.writer.trace_id,

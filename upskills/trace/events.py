@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import uuid
 from datetime import UTC, datetime
+from enum import StrEnum
 from typing import Annotated, Any, Literal
 
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, TypeAdapter
@@ -17,6 +18,24 @@ from upskills.verify.verdict import Verdict
 
 SCHEMA_VERSION = 1
 """Current trace schema version."""
+
+PROVIDER_KEY = "gen_ai.provider.name"
+"""OTel attribute of the provider; ``gen_ai.system`` (deprecated) is still read."""
+
+
+class RunOutcome(StrEnum):
+    """How a run ended: the one spelling of run outcomes (run_end, sessions, the CLI)."""
+
+    SOLVED = "solved"
+    """A submitted kernel passed the verifier."""
+    UNSOLVED = "unsolved"
+    """The agent stopped without a passing submission."""
+    ERROR = "error"
+    """The run failed (provider error, crash)."""
+    BUDGET = "budget"
+    """Out of turns, tokens or time."""
+    ABORTED = "aborted"
+    """Stopped from outside (a person, a killed session)."""
 
 
 def _now() -> str:
@@ -65,8 +84,8 @@ class RunStart(_Event):
     """Agent name (``upskills-agent``, ``claude-code``, ``external``)."""
     provider: str | None = Field(
         default=None,
-        validation_alias=AliasChoices("provider", "gen_ai.system"),
-        serialization_alias="gen_ai.system",
+        validation_alias=AliasChoices("provider", PROVIDER_KEY, "gen_ai.system"),
+        serialization_alias=PROVIDER_KEY,
     )
     """Model provider (``anthropic``, ``openai``, ``transformers``, ``mock``); None if unknown."""
     model: str | None = Field(
@@ -108,7 +127,11 @@ class Usage(BaseModel):
         validation_alias=AliasChoices("input_tokens", "gen_ai.usage.input_tokens"),
         serialization_alias="gen_ai.usage.input_tokens",
     )
-    """Prompt tokens not served from cache."""
+    """Prompt tokens neither read from nor written to the cache, as the provider counts them.
+
+    OTel's ``gen_ai.usage.input_tokens`` includes cached tokens: that is
+    ``total_input_tokens``, which the OTel export writes under this name.
+    """
     output_tokens: int = Field(
         default=0,
         validation_alias=AliasChoices("output_tokens", "gen_ai.usage.output_tokens"),
@@ -117,18 +140,29 @@ class Usage(BaseModel):
     """Generated tokens."""
     cache_read_tokens: int = Field(
         default=0,
-        validation_alias=AliasChoices("cache_read_tokens", "gen_ai.usage.cache_read_input_tokens"),
-        serialization_alias="gen_ai.usage.cache_read_input_tokens",
+        validation_alias=AliasChoices(
+            "cache_read_tokens",
+            "gen_ai.usage.cache_read.input_tokens",
+            "gen_ai.usage.cache_read_input_tokens",
+        ),
+        serialization_alias="gen_ai.usage.cache_read.input_tokens",
     )
     """Prompt tokens read from the provider's cache."""
     cache_write_tokens: int = Field(
         default=0,
         validation_alias=AliasChoices(
-            "cache_write_tokens", "gen_ai.usage.cache_creation_input_tokens"
+            "cache_write_tokens",
+            "gen_ai.usage.cache_creation.input_tokens",
+            "gen_ai.usage.cache_creation_input_tokens",
         ),
-        serialization_alias="gen_ai.usage.cache_creation_input_tokens",
+        serialization_alias="gen_ai.usage.cache_creation.input_tokens",
     )
     """Prompt tokens written to the provider's cache."""
+
+    @property
+    def total_input_tokens(self) -> int:
+        """All prompt tokens, cached ones included (OTel's ``gen_ai.usage.input_tokens``)."""
+        return self.input_tokens + self.cache_read_tokens + self.cache_write_tokens
 
 
 class ModelCall(_Event):
@@ -142,8 +176,8 @@ class ModelCall(_Event):
     )
     """OTel operation name (``chat``)."""
     provider: str = Field(
-        validation_alias=AliasChoices("provider", "gen_ai.system"),
-        serialization_alias="gen_ai.system",
+        validation_alias=AliasChoices("provider", PROVIDER_KEY, "gen_ai.system"),
+        serialization_alias=PROVIDER_KEY,
     )
     """Provider name."""
     model: str = Field(
@@ -247,7 +281,7 @@ class Totals(BaseModel):
     tool_calls: int = 0
     """Tool calls made."""
     input_tokens: int = 0
-    """Input tokens (cache reads included)."""
+    """Input tokens, cache reads and writes included (sum of ``Usage.total_input_tokens``)."""
     output_tokens: int = 0
     """Output tokens."""
     duration_s: float = 0.0
@@ -258,7 +292,7 @@ class RunEnd(_Event):
     """The agent finished (or gave up on) the task."""
 
     event: Literal["run_end"] = "run_end"
-    outcome: Literal["solved", "unsolved", "error", "budget", "aborted"]
+    outcome: RunOutcome
     """solved: a submitted kernel passed; budget: out of turns/tokens/time."""
     best_speedup: float | None = None
     """Best speedup vs eager among passing kernels (GPU only)."""

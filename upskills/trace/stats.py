@@ -30,7 +30,7 @@ class TraceStats(BaseModel):
     tool_calls: int = 0
     """Tool calls."""
     input_tokens: int = 0
-    """Input tokens, cache reads included."""
+    """Input tokens, cache reads and writes included."""
     output_tokens: int = 0
     """Output tokens."""
     verdicts: int = 0
@@ -68,7 +68,7 @@ def trace_stats(trace: TraceFile) -> TraceStats:
         if isinstance(event, ModelCall):
             st.turns += 1
             u = event.usage
-            st.input_tokens += u.input_tokens + u.cache_read_tokens + u.cache_write_tokens
+            st.input_tokens += u.total_input_tokens
             st.output_tokens += u.output_tokens
         elif isinstance(event, ToolCall):
             st.tool_calls += 1
