@@ -10,7 +10,7 @@ from click.testing import CliRunner
 
 from upskills._cli.main import main
 from upskills.trace import read_trace, trace_stats
-from upskills.trace.events import ModelCall, Note, RunEnd, ToolCall, ToolResult
+from upskills.trace.events import ModelCall, Note, RunEnd, ToolCall
 from upskills.trace.importers.claude_code import import_claude_code, session_files
 
 from .claude_code_rows import MODEL, SESSION, Rows, text, tool_use
