@@ -245,4 +245,4 @@ def print_table(report: Report) -> None:
     console = make_console()
     console.print(table)
     for note in report.notes:
-        console.print(f"note: {note}")
+        console.print(f"note: {note}", markup=False, highlight=False)
