@@ -18,9 +18,9 @@ import upskills
 
 ROOT = Path(upskills.__file__).parent
 
-# What each package may import from upskills, besides itself and the root ``upskills``
-# (``__version__``), ``upskills._lazy`` and ``upskills.core`` (shared leaf definitions). A package missing here may import anything but
-# ``upskills._cli``.
+# What each package may import from upskills, besides itself, the root ``upskills``
+# (``__version__``), ``upskills._lazy`` and ``upskills.core`` (shared leaf definitions).
+# A package missing here may import anything but ``upskills._cli``.
 ALLOWED: dict[str, set[str]] = {
     "core": set(),
     "prompts": set(),

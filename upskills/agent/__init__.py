@@ -15,7 +15,8 @@ if TYPE_CHECKING:
     from upskills.agent.loop import extract_code_block, run_agent
     from upskills.agent.session import Session, SessionError, SessionState
     from upskills.agent.teach import teach
-    from upskills.agent.toolbox import KernelToolbox, ToolOutcome, kernel_hash, summarize_verdict
+    from upskills.agent.toolbox import KernelToolbox, ToolOutcome, summarize_verdict
+    from upskills.core.hashing import kernel_hash
 
 __all__ = [
     "AgentConfig",
@@ -43,7 +44,7 @@ __getattr__, __dir__ = lazy_face(
         "teach": "upskills.agent.teach",
         "KernelToolbox": "upskills.agent.toolbox",
         "ToolOutcome": "upskills.agent.toolbox",
-        "kernel_hash": "upskills.agent.toolbox",
+        "kernel_hash": "upskills.core.hashing",
         "summarize_verdict": "upskills.agent.toolbox",
     },
 )

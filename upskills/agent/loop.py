@@ -26,7 +26,7 @@ from upskills.agent.prompt import build_prompts
 from upskills.agent.recording import BestKernel, record_tool
 from upskills.agent.toolbox import KernelToolbox, ToolOutcome
 from upskills.tasks.model import Task
-from upskills.trace.events import ModelCall, Note, RunEnd, RunStart, Totals
+from upskills.trace.events import ModelCall, Note, RunEnd, RunOutcome, RunStart, Totals
 
 _FENCE = re.compile(r"```[ \t]*(?:python|py|python3)?[ \t]*\n(.*?)```", re.DOTALL)
 
@@ -141,10 +141,10 @@ def run_agent(
         try:
             return run.execute(prompts.system, prompts.task)
         except KeyboardInterrupt:
-            run.end("aborted", "interrupted")
+            run.end(RunOutcome.ABORTED, "interrupted")
             raise
         except Exception as exc:  # noqa: BLE001 - any failure ends this run, recorded
-            return run.end("error", f"{type(exc).__name__}: {exc}")
+            return run.end(RunOutcome.ERROR, f"{type(exc).__name__}: {exc}")
 
 
 class _Run:
@@ -174,7 +174,7 @@ class _Run:
         while True:
             reason = self.budget_exhausted()
             if reason:
-                return self.end("budget", reason)
+                return self.end(RunOutcome.BUDGET, reason)
             self.warn_budget(messages)
             response, call_span = self.generate(messages)
             messages.append(
@@ -300,9 +300,9 @@ class _Run:
     def end_submitted(self, outcome: ToolOutcome) -> RunEnd:
         passed = outcome.verdict is not None and outcome.verdict.passed
         message = f"submitted kernel {outcome.kernel_hash} " + ("passed" if passed else "failed")
-        return self.end("solved" if passed else "unsolved", message)
+        return self.end(RunOutcome.SOLVED if passed else RunOutcome.UNSOLVED, message)
 
-    def end(self, outcome: str, message: str) -> RunEnd:
+    def end(self, outcome: RunOutcome, message: str) -> RunEnd:
         """Write run_end with the totals and the best passing kernel."""
         self.totals.duration_s = time.monotonic() - self.t0
         event = RunEnd(

@@ -15,6 +15,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from upskills.core.device import resolve_device
 from upskills.lift.config import CaseInfo, LiftConfig, load_manifest
 from upskills.lift.store import (
     GENERATIONS,
@@ -24,18 +25,6 @@ from upskills.lift.store import (
     evaluations_name,
     read_records,
 )
-
-
-def resolve_device(device: str) -> str:
-    """``auto`` -> ``cuda`` when torch sees a GPU, else ``cpu``; ``cuda:N`` -> ``cuda``."""
-    if device == "auto":
-        try:
-            import torch
-
-            return "cuda" if torch.cuda.is_available() else "cpu"
-        except ImportError:
-            return "cpu"
-    return "cuda" if device.startswith("cuda") else device
 
 
 class CaseChecker:

@@ -15,7 +15,7 @@ import os
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from upskills import __version__
 from upskills.lift.arms import build_arms, estimate_tokens
@@ -24,6 +24,9 @@ from upskills.lift.generate import Generator, generations_path
 from upskills.lift.prompting import prompt_hashes
 from upskills.lift.student import Student, StudentError, check_endpoint, load_student
 from upskills.tasks.model import Task
+
+if TYPE_CHECKING:
+    from upskills.skills.pack import SkillPack
 
 
 class LiftError(ValueError):
@@ -101,22 +104,9 @@ def case_task(case: Any) -> Task:
     )
 
 
-def _fed_hashes(packs: Sequence[Any]) -> set[str]:
-    found: set[str] = set()
-
-    def walk(obj: Any) -> None:
-        if isinstance(obj, dict):
-            for v in obj.values():
-                walk(v)
-        elif isinstance(obj, list | tuple):
-            for v in obj:
-                walk(v)
-        elif isinstance(obj, str):
-            found.add(obj)
-
-    for p in packs:
-        walk(p.provenance or {})
-    return found
+def _fed_hashes(packs: Sequence[SkillPack]) -> set[str]:
+    """Hashes of the tasks whose traces fed the packs (from their provenance)."""
+    return {h for p in packs if p.provenance for h in p.provenance.task_hashes()}
 
 
 def _load_packs(refs: Sequence[str]) -> list[Any]:

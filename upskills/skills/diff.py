@@ -61,11 +61,8 @@ class PackDiff:
 
 
 def _traces(pack: SkillPack) -> dict[str, str]:
-    prov = pack.provenance or {}
-    return {
-        t["trace_id"]: f"{t['trace_id']} ({t.get('task', '?')}, sha256 {t.get('sha256', '?')})"
-        for t in prov.get("traces", [])
-    }
+    prov = pack.provenance
+    return {t.trace_id: t.describe() for t in prov.traces} if prov else {}
 
 
 def _lessons(pack: SkillPack) -> dict[str, int]:

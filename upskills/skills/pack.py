@@ -22,8 +22,9 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from upskills.skills.provenance import Provenance
 from upskills.skills.tokens import COMPACT_TOKEN_BUDGET, SKILL_TOKEN_BUDGET, estimate_tokens
 
 VERSIONS_DIR = ".versions"
@@ -62,7 +63,7 @@ class SkillPack(BaseModel):
     """The compact variant (``references/compact.md``), when the pack has one."""
     frontmatter: dict[str, Any] = Field(default_factory=dict)
     """The parsed frontmatter."""
-    provenance: dict[str, Any] | None = None
+    provenance: Provenance | None = None
     """``references/provenance.json``, when present."""
 
     @property
@@ -130,9 +131,13 @@ def load_pack(path: str | Path) -> SkillPack:
     provenance = None
     if prov.is_file():
         try:
-            provenance = json.loads(prov.read_text(encoding="utf-8"))
+            provenance = Provenance.model_validate(json.loads(prov.read_text(encoding="utf-8")))
         except json.JSONDecodeError as exc:
             raise PackError(f"{prov}:{exc.lineno}: invalid JSON ({exc.msg})") from exc
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            where = ".".join(str(x) for x in first["loc"])
+            raise PackError(f"{prov}: {where}: {first['msg']}") from None
     return SkillPack(
         name=front["name"].strip(),
         description=front["description"].strip(),
