@@ -14,7 +14,6 @@ kernel (a model that stops using tools is taken to be done).
 
 from __future__ import annotations
 
-import re
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -25,10 +24,9 @@ from upskills.agent.environment import hardware, run_environment
 from upskills.agent.prompt import build_prompts
 from upskills.agent.recording import BestKernel, record_tool
 from upskills.agent.toolbox import KernelToolbox, ToolOutcome
+from upskills.core.markdown import extract_kernel
 from upskills.tasks.model import Task
 from upskills.trace.events import ModelCall, Note, RunEnd, RunOutcome, RunStart, Totals
-
-_FENCE = re.compile(r"```[ \t]*(?:python|py|python3)?[ \t]*\n(.*?)```", re.DOTALL)
 
 FALLBACK_TEXT = (
     "Your reply had no tool call, so its python code block was checked as your kernel:\n\n"
@@ -47,12 +45,8 @@ BUDGET_TEXT = (
 
 
 def extract_code_block(text: str) -> str | None:
-    """The fenced python block of a reply: the last one defining ModelNew, else the last one."""
-    blocks = [b for b in _FENCE.findall(text or "") if b.strip()]
-    if not blocks:
-        return None
-    with_model = [b for b in blocks if "ModelNew" in b]
-    return (with_model or blocks)[-1]
+    """The kernel in a reply, by the one rule students share (``core.markdown.extract_kernel``)."""
+    return extract_kernel(text)
 
 
 def check_options(config: AgentConfig) -> Any:

@@ -25,7 +25,13 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from upskills.skills.provenance import Provenance
-from upskills.skills.tokens import COMPACT_TOKEN_BUDGET, SKILL_TOKEN_BUDGET, estimate_tokens
+from upskills.skills.tokens import (
+    COMPACT_TOKEN_BUDGET,
+    SKILL_TOKEN_BUDGET,
+    estimate_tokens,
+    section_tokens,
+)
+from upskills.core.markdown import split_front_matter
 
 VERSIONS_DIR = ".versions"
 """Name of the hidden folder, beside the packs, that keeps every version."""
@@ -89,23 +95,23 @@ def validate_name(name: str) -> str:
 
 
 def split_frontmatter(text: str, where: str = "SKILL.md") -> tuple[dict[str, Any], str]:
-    """Split SKILL.md text into its parsed frontmatter and body.
+    """Split SKILL.md text into its parsed frontmatter and body (Markdown front matter parser).
 
     Raises:
         PackError: no frontmatter, or it is not a YAML mapping.
     """
     if not text.startswith("---"):
         raise PackError(f"{where}:1: SKILL.md must start with YAML frontmatter ('---')")
-    parts = text.split("---", 2)
-    if len(parts) < 3:
+    front, body = split_front_matter(text)
+    if front is None:
         raise PackError(f"{where}: frontmatter is not closed with '---'")
     try:
-        data = yaml.safe_load(parts[1])
+        data = yaml.safe_load(front)
     except yaml.YAMLError as exc:
         raise PackError(f"{where}: invalid YAML in frontmatter: {exc}") from exc
     if not isinstance(data, dict):
         raise PackError(f"{where}: frontmatter must be a YAML mapping")
-    return data, parts[2].lstrip("\n")
+    return data, body
 
 
 def load_pack(path: str | Path) -> SkillPack:
@@ -264,7 +270,12 @@ def validate_pack(path: str | Path) -> list[str]:
     errors = [f"{skill_md}: {e}" for e in _check_frontmatter(pack.frontmatter, path.name)]
     tokens = estimate_tokens(skill_md.read_text(encoding="utf-8"))
     if tokens > SKILL_TOKEN_BUDGET:
-        errors.append(f"{skill_md}: about {tokens} tokens, over the {SKILL_TOKEN_BUDGET} budget")
+        largest = sorted(section_tokens(pack.body), key=lambda x: -x[1])[:3]
+        where = ", ".join(f"'{title}' {n}" for title, n in largest)
+        errors.append(
+            f"{skill_md}: about {tokens} tokens, over the {SKILL_TOKEN_BUDGET} budget "
+            f"(largest sections: {where})"
+        )
     if pack.compact_body is not None:
         tokens = estimate_tokens(pack.compact_body)
         if tokens > COMPACT_TOKEN_BUDGET:
