@@ -158,3 +158,12 @@ def test_package_faces_are_lazy(stmt, forbidden):
     assert not loaded & forbidden
     heavy = {"torch", "triton", "transformers", "anthropic", "openai", "matplotlib", "mcp"}
     assert not loaded & heavy
+
+
+def test_a_submodule_never_shadows_the_function_a_face_exports():
+    code = (
+        "import upskills.agent.teach, upskills.trace.redact, upskills.trace.writer\n"
+        "from upskills.agent import teach\nfrom upskills.trace import redact\n"
+        "assert callable(teach) and callable(redact), (teach, redact)\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True)

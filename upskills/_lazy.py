@@ -8,8 +8,30 @@ checkers see the names through ``if TYPE_CHECKING:`` imports in the same ``__ini
 from __future__ import annotations
 
 import importlib
+import sys
+import types
 from collections.abc import Callable
 from typing import Any
+
+
+class _Face(types.ModuleType):
+    """A package whose public names are not overwritten by same-named submodules.
+
+    Importing ``upskills.agent.teach`` (the module) makes Python set the package attribute
+    ``teach`` to the module, which would shadow the lazily exported ``teach`` function. An
+    eager ``from .teach import teach`` in ``__init__`` used to win that race; this keeps it won.
+    """
+
+    _lazy_names: frozenset[str] = frozenset()
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if (
+            name in self._lazy_names
+            and isinstance(value, types.ModuleType)
+            and value.__name__ == f"{self.__name__}.{name}"
+        ):
+            return
+        super().__setattr__(name, value)
 
 
 def lazy_face(
@@ -24,12 +46,17 @@ def lazy_face(
     Returns:
         ``(__getattr__, __dir__)`` to assign at module level.
     """
+    face = sys.modules[package]
+    face.__class__ = _Face
+    object.__setattr__(face, "_lazy_names", frozenset(names))
 
     def __getattr__(name: str) -> Any:  # noqa: N807
         module = names.get(name)
         if module is None:
             raise AttributeError(f"module {package!r} has no attribute {name!r}")
-        return getattr(importlib.import_module(module), name)
+        value = getattr(importlib.import_module(module), name)
+        setattr(sys.modules[package], name, value)
+        return value
 
     def __dir__() -> list[str]:  # noqa: N807
         return sorted(names)

@@ -34,8 +34,12 @@ def list_(skills_dir: str, all_versions: bool, as_json: bool) -> None:
         raise click.ClickException(str(exc)) from exc
     for pack in packs:
         if as_json:
-            row = {"name": pack.name, "version": pack.version, "description": pack.description,
-                   "path": str(pack.path)}  # fmt: skip
+            row: dict[str, object] = {
+                "name": pack.name,
+                "version": pack.version,
+                "description": pack.description,
+                "path": str(pack.path),
+            }
             if all_versions:
                 row["versions"] = versions(pack.name, skills_dir)
             click.echo(json.dumps(row))

@@ -16,17 +16,19 @@ class PackDiff:
 
     old: str
     new: str
-    traces_added: list[str] = field(default_factory=list)
-    traces_removed: list[str] = field(default_factory=list)
-    lessons_added: list[str] = field(default_factory=list)
-    lessons_removed: list[str] = field(default_factory=list)
-    prevalence_changed: list[tuple[str, int, int]] = field(default_factory=list)
-    files_added: list[str] = field(default_factory=list)
-    files_removed: list[str] = field(default_factory=list)
-    sections_added: list[str] = field(default_factory=list)
-    sections_removed: list[str] = field(default_factory=list)
-    sections_changed: list[str] = field(default_factory=list)
-    text_diff: list[str] = field(default_factory=list)
+    traces_added: list[str] = field(default_factory=list[str])
+    traces_removed: list[str] = field(default_factory=list[str])
+    lessons_added: list[str] = field(default_factory=list[str])
+    lessons_removed: list[str] = field(default_factory=list[str])
+    prevalence_changed: list[tuple[str, int, int]] = field(
+        default_factory=list[tuple[str, int, int]]
+    )
+    files_added: list[str] = field(default_factory=list[str])
+    files_removed: list[str] = field(default_factory=list[str])
+    sections_added: list[str] = field(default_factory=list[str])
+    sections_removed: list[str] = field(default_factory=list[str])
+    sections_changed: list[str] = field(default_factory=list[str])
+    text_diff: list[str] = field(default_factory=list[str])
 
     @property
     def empty(self) -> bool:

@@ -19,7 +19,7 @@ import ast
 import json
 import re
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -67,7 +67,7 @@ class SkillPack(BaseModel):
     """SKILL.md without its frontmatter."""
     compact_body: str | None = None
     """The compact variant (``references/compact.md``), when the pack has one."""
-    frontmatter: dict[str, Any] = Field(default_factory=dict)
+    frontmatter: dict[str, Any] = Field(default_factory=dict[str, Any])
     """The parsed frontmatter."""
     provenance: Provenance | None = None
     """``references/provenance.json``, when present."""
@@ -111,7 +111,7 @@ def split_frontmatter(text: str, where: str = "SKILL.md") -> tuple[dict[str, Any
         raise PackError(f"{where}: invalid YAML in frontmatter: {exc}") from exc
     if not isinstance(data, dict):
         raise PackError(f"{where}: frontmatter must be a YAML mapping")
-    return data, body
+    return cast(dict[str, Any], data), body
 
 
 def load_pack(path: str | Path) -> SkillPack:
@@ -130,8 +130,8 @@ def load_pack(path: str | Path) -> SkillPack:
     for key in ("name", "description"):
         if not isinstance(front.get(key), str) or not front[key].strip():
             raise PackError(f"{skill_md}: frontmatter field '{key}' must be a non-empty string")
-    meta = front.get("metadata")
-    meta = meta if isinstance(meta, dict) else {}
+    raw_meta = front.get("metadata")
+    meta = cast(dict[str, Any], raw_meta) if isinstance(raw_meta, dict) else {}
     compact = path / "references" / "compact.md"
     prov = path / "references" / "provenance.json"
     provenance = None
@@ -241,11 +241,12 @@ def _check_frontmatter(front: dict[str, Any], folder: str) -> list[str]:
     desc = front.get("description")
     if isinstance(desc, str) and len(desc) > 1024:
         errors.append(f"description is {len(desc)} characters (at most 1024)")
-    meta = front.get("metadata")
-    if meta is not None:
-        if not isinstance(meta, dict):
+    raw_meta = front.get("metadata")
+    if raw_meta is not None:
+        if not isinstance(raw_meta, dict):
             errors.append("'metadata' must be a mapping of strings")
         else:
+            meta = cast(dict[str, Any], raw_meta)
             errors += [
                 f"metadata.{k} must be a string" for k, v in meta.items() if not isinstance(v, str)
             ]
@@ -289,7 +290,9 @@ def validate_pack(path: str | Path) -> list[str]:
         except SyntaxError as exc:
             errors.append(f"{script}:{exc.lineno}: does not parse ({exc.msg})")
     try:
-        from skills_ref.validator import validate as skills_ref_validate
+        from skills_ref.validator import (  # pyright: ignore[reportMissingTypeStubs]
+            validate as skills_ref_validate,
+        )
     except ImportError:
         return errors
     errors += [f"{skill_md}: agentskills: {e}" for e in skills_ref_validate(path)]

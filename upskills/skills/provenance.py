@@ -57,15 +57,15 @@ class Provenance(BaseModel):
     """Distiller name and version (``upskills-distill 0.1.0``); '' for a hand-written pack."""
     evidence_sha256: str = ""
     """Hash over the source traces' ids and hashes: same evidence, same value."""
-    config: dict[str, Any] = Field(default_factory=dict)
+    config: dict[str, Any] = Field(default_factory=dict[str, Any])
     """The distiller's configuration, as it dumped it (opaque here)."""
     teacher: str | None = None
     """Model that polished the prose, if any."""
-    prompts: dict[str, str] = Field(default_factory=dict)
+    prompts: dict[str, str] = Field(default_factory=dict[str, str])
     """Prompt name -> sha256 of each prompt used."""
-    traces: list[TraceSource] = Field(default_factory=list)
+    traces: list[TraceSource] = Field(default_factory=list[TraceSource])
     """Source traces."""
-    templates: list[TemplateSource] = Field(default_factory=list)
+    templates: list[TemplateSource] = Field(default_factory=list[TemplateSource])
     """Template kernels and their traces."""
 
     def task_hashes(self) -> set[str]:

@@ -33,11 +33,11 @@ class Attempt:
     """The kernel's hash."""
     kernel_source: str | None
     """Its source, when the trace carries it."""
-    verdicts: list[Verdict] = field(default_factory=list)
+    verdicts: list[Verdict] = field(default_factory=list[Verdict])
     """Verdicts in order (empty: written, never judged)."""
-    verdict_tools: list[str] = field(default_factory=list)
+    verdict_tools: list[str] = field(default_factory=list[str])
     """Tool that gave each verdict (``check``, ``benchmark``, ``submit``), aligned."""
-    tools: list[str] = field(default_factory=list)
+    tools: list[str] = field(default_factory=list[str])
     """Tool of each result merged in, ``write_kernel`` included."""
     first_line: int = 1
     """First line of the attempt: the line after the previous attempt's last."""

@@ -38,7 +38,8 @@ class RunOutcome(StrEnum):
     """Stopped from outside (a person, a killed session)."""
 
 
-def _now() -> str:
+def now_iso() -> str:
+    """The current UTC time, ISO 8601 with microseconds (an event's ``ts``)."""
     return datetime.now(UTC).isoformat(timespec="microseconds")
 
 
@@ -53,7 +54,7 @@ class _Event(BaseModel):
     """Trace schema version."""
     id: str = Field(default_factory=_uuid)
     """Unique id of this event (uuid4 hex)."""
-    ts: str = Field(default_factory=_now)
+    ts: str = Field(default_factory=now_iso)
     """UTC timestamp, ISO 8601 with microseconds."""
     trace_id: str
     """Id of the trace (one agent solving one task); shared by all its events."""
@@ -94,13 +95,13 @@ class RunStart(_Event):
         serialization_alias="gen_ai.request.model",
     )
     """Model name as requested; None when the agent is external and unknown."""
-    parameters: dict[str, Any] = Field(default_factory=dict)
+    parameters: dict[str, Any] = Field(default_factory=dict[str, Any])
     """Sampling parameters and budgets."""
-    environment: dict[str, Any] = Field(default_factory=dict)
+    environment: dict[str, Any] = Field(default_factory=dict[str, Any])
     """Machine and versions: gpu, torch, triton, python, upskills, git_rev, hostname."""
-    skills: list[str] = Field(default_factory=list)
+    skills: list[str] = Field(default_factory=list[str])
     """Skills attached (``name@version``), with the mode (inline or on demand) in parameters."""
-    prompt_hashes: dict[str, str] = Field(default_factory=dict)
+    prompt_hashes: dict[str, str] = Field(default_factory=dict[str, str])
     """sha256 of each package prompt used (name -> hash)."""
 
 
@@ -113,7 +114,7 @@ class ToolCallRequest(BaseModel):
     """Call id assigned by the provider (or generated)."""
     name: str
     """Tool name."""
-    arguments: dict[str, Any] = Field(default_factory=dict)
+    arguments: dict[str, Any] = Field(default_factory=dict[str, Any])
     """Parsed arguments."""
 
 
@@ -197,7 +198,7 @@ class ModelCall(_Event):
     """Reference to the full message list (hash), when not inlined."""
     response_text: str = ""
     """Text content of the response."""
-    tool_calls: list[ToolCallRequest] = Field(default_factory=list)
+    tool_calls: list[ToolCallRequest] = Field(default_factory=list[ToolCallRequest])
     """Tool calls the model asked for."""
     usage: Usage = Field(default_factory=Usage)
     """Normalised token usage."""
@@ -229,7 +230,7 @@ class ToolCall(_Event):
         serialization_alias="gen_ai.tool.call.id",
     )
     """Tool call id (matches the model's request when there is one)."""
-    arguments: dict[str, Any] = Field(default_factory=dict)
+    arguments: dict[str, Any] = Field(default_factory=dict[str, Any])
     """Arguments as passed."""
 
 

@@ -38,7 +38,7 @@ class TraceStats(BaseModel):
     """Tool results carrying a verifier Verdict."""
     passed_verdicts: int = 0
     """Verdicts that passed."""
-    failure_classes: dict[str, int] = Field(default_factory=dict)
+    failure_classes: dict[str, int] = Field(default_factory=dict[str, int])
     """Error class -> count over failing verdicts."""
     repaired_failures: int = 0
     """Failing verdicts followed later by a passing one (fail -> pass transitions)."""

@@ -41,7 +41,7 @@ from upskills.trace.events import (
     Totals,
     TraceEvent,
     Usage,
-    _now,
+    now_iso,
 )
 from upskills.trace.importers.claude_code_format import (
     Row,
@@ -71,7 +71,7 @@ class ImportResult:
     """The trace file written."""
     events: int = 0
     """Events written."""
-    skipped: list[TraceLineError] = field(default_factory=list)
+    skipped: list[TraceLineError] = field(default_factory=list[TraceLineError])
     """Source lines skipped, each with its file, line and reason."""
     subagents: int = 0
     """Subagent transcripts imported as child spans."""
@@ -82,7 +82,7 @@ class _Lines:
     """The readable rows of one transcript file."""
 
     path: Path
-    rows: list[tuple[int, Row]] = field(default_factory=list)
+    rows: list[tuple[int, Row]] = field(default_factory=list[tuple[int, Row]])
 
 
 def session_files(source: str | Path) -> tuple[Path, list[Path]]:
@@ -184,8 +184,8 @@ class _Pending:
     id: str | None
     ts: str
     model: str | None
-    texts: list[str] = field(default_factory=list)
-    tool_uses: list[ToolUseBlock] = field(default_factory=list)
+    texts: list[str] = field(default_factory=list[str])
+    tool_uses: list[ToolUseBlock] = field(default_factory=list[ToolUseBlock])
     usage: Usage = field(default_factory=Usage)
     stop: str | None = None
 
@@ -207,7 +207,7 @@ class _Builder:
     def ts(self, row: Row) -> str:
         if row.timestamp:
             self.last_ts = row.timestamp
-        return row.timestamp or self.last_ts or _now()
+        return row.timestamp or self.last_ts or now_iso()
 
     def run(self, rows: list[tuple[int, Row]], parent: str | None) -> None:
         """Convert one agent's rows; runs of sidechain rows in them become subagents."""
@@ -425,7 +425,7 @@ def import_claude_code(
                 if agent not in b.imported_agents:
                     b.subagent(lines.rows, None, f"agent-{agent}")
             result.subagents = len(subs)
-            first = stamps[0] if stamps else _now()
+            first = stamps[0] if stamps else now_iso()
             last = stamps[-1] if stamps else first
             w.write(
                 RunStart(

@@ -20,7 +20,7 @@ fails validation and is skipped with a message, and keep every other field (``ex
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictStr, ValidationError
 
@@ -45,7 +45,7 @@ class ToolUseBlock(_Lenient):
     """Tool call id (``toolu_...``)."""
     name: StrictStr
     """Tool name (``Write``, ``Bash``, ``Task``...)."""
-    input: dict[str, Any] = Field(default_factory=dict)
+    input: dict[str, Any] = Field(default_factory=dict[str, Any])
     """Arguments, a JSON object."""
 
 
@@ -141,7 +141,7 @@ class Row(_Lenient):
         """The subagent id a ``Task`` tool result names, if any."""
         tur = self.tool_use_result
         if isinstance(tur, dict):
-            agent = tur.get("agentId")  # pyright: ignore[reportUnknownMemberType]
+            agent = cast(dict[str, Any], tur).get("agentId")
             if isinstance(agent, str) and agent:
                 return agent
         return None
@@ -160,7 +160,7 @@ def parse_row(obj: object) -> Row | None:
     """
     if not isinstance(obj, dict):
         raise ValueError(f"not a JSON object but {type(obj).__name__}")
-    kind = obj.get("type")  # pyright: ignore[reportUnknownMemberType, reportUnknownVariableType]
+    kind = cast(dict[str, Any], obj).get("type")
     if kind not in CONVERSATION_TYPES:
         return None
     try:
