@@ -17,7 +17,7 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from upskills.agent.config import AgentConfig
 from upskills.agent.environment import hardware, run_environment
@@ -27,6 +27,13 @@ from upskills.agent.toolbox import KernelToolbox, ToolOutcome
 from upskills.core.markdown import extract_kernel
 from upskills.tasks.model import Task
 from upskills.trace.events import ModelCall, Note, RunEnd, RunOutcome, RunStart, Totals
+
+if TYPE_CHECKING:
+    from upskills.llm.base import Message, ModelResponse, Provider
+    from upskills.skills.pack import SkillPack
+    from upskills.trace.writer import TraceWriter
+    from upskills.verify.options import CheckOptions
+    from upskills.verify.verifier import Verifier
 
 FALLBACK_TEXT = (
     "Your reply had no tool call, so its python code block was checked as your kernel:\n\n"
@@ -49,7 +56,7 @@ def extract_code_block(text: str) -> str | None:
     return extract_kernel(text)
 
 
-def check_options(config: AgentConfig) -> Any:
+def check_options(config: AgentConfig) -> CheckOptions:
     """The verifier options implied by a config (imported lazily from ``upskills.verify``)."""
     from upskills.verify import CheckOptions
 
@@ -63,12 +70,12 @@ def check_options(config: AgentConfig) -> Any:
 
 def run_agent(
     task: Task | str,
-    provider: Any,
+    provider: Provider,
     config: AgentConfig | None,
     trace_path: str | Path,
-    skills: Sequence[Any] = (),
+    skills: Sequence[SkillPack] = (),
     *,
-    verifier: Any = None,
+    verifier: Verifier | None = None,
 ) -> RunEnd:
     """Run one agent on one task, writing its trace.
 
@@ -145,7 +152,12 @@ class _Run:
     """State of one run: messages, totals, best kernel."""
 
     def __init__(
-        self, task: Task, provider: Any, config: AgentConfig, writer: Any, toolbox: KernelToolbox
+        self,
+        task: Task,
+        provider: Provider,
+        config: AgentConfig,
+        writer: TraceWriter,
+        toolbox: KernelToolbox,
     ):
         from upskills.llm.base import Message
 
@@ -209,7 +221,7 @@ class _Run:
             nudge = NUDGE_TEXT + (f"\nProblems with your reply:{problems}" if problems else "")
             messages.append(msg(role="user", content=nudge))
 
-    def warn_budget(self, messages: list[Any]) -> None:
+    def warn_budget(self, messages: list[Message]) -> None:
         """Tell the model, in the turn about to be sent, when two calls or fewer are left."""
         left = self.config.max_turns - self.totals.turns
         if left <= 2 and messages[-1].role in ("tool", "user"):
@@ -229,7 +241,7 @@ class _Run:
             return f"time budget spent ({elapsed:.0f} s >= {c.max_wall_s:.0f} s)"
         return None
 
-    def generate(self, messages: list[Any]) -> tuple[Any, str]:
+    def generate(self, messages: list[Message]) -> tuple[ModelResponse, str]:
         """One model call, traced; a provider failure is traced and re-raised."""
         new = [m.model_dump(mode="json") for m in messages[self.sent :]]
         self.sent = len(messages) + 1  # the assistant reply is part of the response

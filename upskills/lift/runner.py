@@ -26,6 +26,8 @@ from upskills.lift.student import Student, StudentError, check_endpoint, load_st
 from upskills.tasks.model import Task
 
 if TYPE_CHECKING:
+    from upskills.cases.model import TestCase
+    from upskills.llm.base import Provider
     from upskills.skills.pack import SkillPack
 
 
@@ -46,10 +48,10 @@ def _collect_traces(refs: Sequence[str]) -> list[Path]:
     return files
 
 
-def _load_cases(refs: Sequence[str]) -> list[Any]:
+def _load_cases(refs: Sequence[str]) -> list[TestCase]:
     from upskills.cases import model as cases_model
 
-    out: list[Any] = []
+    out: list[TestCase] = []
     for ref in refs:
         p = Path(ref)
         try:
@@ -65,7 +67,7 @@ def _load_cases(refs: Sequence[str]) -> list[Any]:
     return sorted(out, key=lambda c: c.id)
 
 
-def check_reference(case: Any) -> None:
+def check_reference(case: TestCase) -> None:
     """Fail when a case's reference cannot be a KernelBench module (before any GPU time)."""
     where = f"case {case.id} (task {case.task})"
     try:
@@ -80,7 +82,7 @@ def check_reference(case: Any) -> None:
         raise LiftError(f"{where}: reference defines no {', '.join(missing)}")
 
 
-def case_task(case: Any) -> Task:
+def case_task(case: TestCase) -> Task:
     """The Task a case is judged against (built-in when the source matches, else the case's)."""
     if getattr(case, "task_variants", None):
         return case.to_task()
@@ -109,7 +111,7 @@ def _fed_hashes(packs: Sequence[SkillPack]) -> set[str]:
     return {h for p in packs if p.provenance for h in p.provenance.task_hashes()}
 
 
-def _load_packs(refs: Sequence[str]) -> list[Any]:
+def _load_packs(refs: Sequence[str]) -> list[SkillPack]:
     from upskills.skills.pack import PackError, resolve_pack, validate_pack
 
     packs = []
@@ -125,7 +127,7 @@ def _load_packs(refs: Sequence[str]) -> list[Any]:
     return packs
 
 
-def load_provider(student: Student) -> Any:
+def load_provider(student: Student) -> Provider:
     """The student's provider, with config problems reported as a LiftError."""
     from upskills.llm import get_provider
     from upskills.llm.base import ProviderError
@@ -164,7 +166,9 @@ def _token_counter(students: Sequence[Student], providers: dict[str, Any]) -> tu
     return estimate_tokens, "estimate:chars/4"
 
 
-def prepare(config: LiftConfig) -> tuple[RunManifest, list[Student], dict[str, Any], list[Any]]:
+def prepare(
+    config: LiftConfig,
+) -> tuple[RunManifest, list[Student], dict[str, Provider], list[SkillPack]]:
     """Validate every input and build the manifest; loads providers but calls no model.
 
     Returns:
