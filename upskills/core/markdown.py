@@ -70,6 +70,11 @@ def fenced_blocks(text: str) -> list[CodeBlock]:
     return out
 
 
+def python_blocks(text: str) -> list[str]:
+    """Bodies of the fenced Python (or unlabelled) blocks, in order, without outer newlines."""
+    return [b.body.strip("\n") for b in fenced_blocks(text or "") if b.lang in PYTHON_LANGS]
+
+
 def line_offsets(text: str) -> list[int]:
     """Character offset of the start of every line, plus ``len(text)`` at the end."""
     offsets = [0]
@@ -124,8 +129,7 @@ def extract_kernel(text: str) -> str | None:
         block; else the whole reply when it itself defines ``ModelNew``; else None. The source
         is stripped and ends with one newline.
     """
-    blocks = [b.body.strip() for b in fenced_blocks(text or "") if b.lang in PYTHON_LANGS]
-    blocks = [b for b in blocks if b]
+    blocks = [b.strip() for b in python_blocks(text) if b.strip()]
     with_model = [b for b in blocks if "class ModelNew" in b]
     if with_model:
         return with_model[-1] + "\n"
