@@ -8,8 +8,10 @@ from pathlib import Path
 import click
 
 
-def _split(values: tuple[str, ...]) -> list[str]:
-    return [v.strip() for value in values for v in value.split(",") if v.strip()]
+def _split(values: object) -> list[str]:
+    """Comma-separated values of a repeatable option, flattened."""
+    items = values if isinstance(values, tuple | list) else (values,)
+    return [v.strip() for value in items for v in str(value).split(",") if v.strip()]
 
 
 def command_line(name: str, params: dict[str, object]) -> str:
@@ -69,31 +71,38 @@ def cli(ctx: click.Context, **kw: object) -> None:
     """Measure the lift of skills on students (students x arms x cases x samples)."""
     if ctx.invoked_subcommand is not None:
         return
+    from pydantic import ValidationError
+
     from upskills.lift.config import LiftConfig
     from upskills.lift.runner import LiftError, run_lift
 
     if not kw["students"] or not kw["cases"] or not kw["out"]:
         raise click.UsageError("--students, --cases and --out are required")
-    config = LiftConfig(
+    # Click hands over plain values; the model validates and types them.
+    flags = dict(
         out=str(kw["out"]),
-        students=_split(kw["students"]),  # type: ignore[arg-type]
-        skills=_split(kw["skills"]),  # type: ignore[arg-type]
-        cases=_split(kw["cases"]),  # type: ignore[arg-type]
-        samples=kw["samples"],  # type: ignore[arg-type]
-        arms=_split((str(kw["arms"]),)),
-        mode=kw["mode"],  # type: ignore[arg-type]
-        agent_turns=kw["agent_turns"],  # type: ignore[arg-type]
-        seed=kw["seed"],  # type: ignore[arg-type]
+        students=_split(kw["students"]),
+        skills=_split(kw["skills"]),
+        cases=_split(kw["cases"]),
+        samples=kw["samples"],
+        arms=_split(kw["arms"]),
+        mode=kw["mode"],
+        agent_turns=kw["agent_turns"],
+        seed=kw["seed"],
         allow_train=bool(kw["allow_train"]),
-        traces=_split(kw["traces"]),  # type: ignore[arg-type]
+        traces=_split(kw["traces"]),
         compact=bool(kw["compact"]),
-        max_new_tokens=kw["max_new_tokens"],  # type: ignore[arg-type]
-        max_cases=kw["max_cases"],  # type: ignore[arg-type]
-        student_device=kw["student_device"],  # type: ignore[arg-type]
+        max_new_tokens=kw["max_new_tokens"],
+        max_cases=kw["max_cases"],
+        student_device=kw["student_device"],
         device=str(kw["device"]),
         evaluate=not kw["no_eval"],
-        check_seeds=kw["check_seeds"],  # type: ignore[arg-type]
+        check_seeds=kw["check_seeds"],
     )
+    try:
+        config = LiftConfig.model_validate(flags)
+    except ValidationError as exc:
+        raise click.UsageError(str(exc)) from None
     out = Path(config.out)
     out.mkdir(parents=True, exist_ok=True)
     (out / "command.txt").write_text(command_line("lift", dict(kw)) + "\n", "utf-8")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 import signal
 import threading
@@ -54,6 +55,7 @@ def _default_out(teacher: str) -> Path:
 )
 @click.option("--retry-errors", is_flag=True, help="Run again tasks whose trace ended in error.")
 @click.option("--no-progress", is_flag=True, help="No progress bar.")
+@click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON lines.")
 def cli(
     tasks: tuple[str, ...],
     teacher: str,
@@ -70,6 +72,7 @@ def cli(
     skills_mode: str,
     retry_errors: bool,
     no_progress: bool,
+    as_json: bool,
 ) -> None:
     """Run a teacher model on TASKS (built-in names or KernelBench .py files), writing traces."""
     from upskills.agent.config import AgentConfig
@@ -113,17 +116,17 @@ def cli(
     finally:
         if main_thread:
             signal.signal(signal.SIGTERM, previous)
-    _summary(paths)
+    _summary(paths, as_json)
 
 
 def _interrupt(signum: int, frame: object) -> None:
     raise KeyboardInterrupt(f"signal {signum}")
 
 
-def _summary(paths: list[Path]) -> None:
-    from rich.console import Console
+def _summary(paths: list[Path], as_json: bool = False) -> None:
     from rich.table import Table
 
+    from upskills.core.console import make_console
     from upskills.trace import read_trace
 
     table = Table(title="teach")
@@ -131,6 +134,12 @@ def _summary(paths: list[Path]) -> None:
         table.add_column(col, overflow="fold")
     for path in paths:
         end = read_trace(path).end if path.exists() else None
+        if as_json:
+            row = {"task": path.stem, "trace": str(path), "outcome": end.outcome if end else None,
+                   "totals": end.totals.model_dump() if end else None,
+                   "best_speedup": end.best_speedup if end else None}  # fmt: skip
+            click.echo(json.dumps(row))
+            continue
         if end is None:
             table.add_row(path.stem, "missing", "", "", "", "", str(path))
             continue
@@ -145,4 +154,5 @@ def _summary(paths: list[Path]) -> None:
             speed,
             str(path),
         )
-    Console().print(table)
+    if not as_json:
+        make_console().print(table)

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from upskills.cases.model import TestCase
+from upskills.core.device import resolve_device
 
 
 @dataclass
@@ -23,17 +24,6 @@ class CaseCheck:
     passed: bool
     method: str
     message: str
-
-
-def _device(device: str) -> str:
-    if device != "auto":
-        return device
-    try:
-        import torch
-
-        return "cuda" if torch.cuda.is_available() else "cpu"
-    except ImportError:
-        return "cpu"
 
 
 def _variants(case: TestCase, device: str) -> list[str]:
@@ -82,7 +72,7 @@ def check_case(
     task = case.to_task()
     if task.hash != case.task_hash:
         return CaseCheck(case.id, False, "task", "task source/variants do not match task_hash")
-    device = _device(device)
+    device = resolve_device(device)
     variants = _variants(case, device)
     if not variants:
         return CaseCheck(case.id, False, "task", f"no variant of this case runs on {device}")

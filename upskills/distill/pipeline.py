@@ -28,6 +28,7 @@ from upskills.distill.render import PackPlan, Template, render_pack
 from upskills.distill.store import archive_version, next_version, staging_dir, swap_in, write_tree
 from upskills.distill.techniques import FAMILIES, TECHNIQUES, analyze_kernel
 from upskills.skills.pack import PackError, validate_name, validate_pack
+from upskills.skills.provenance import Provenance, TemplateSource, TraceSource
 
 log = logging.getLogger(__name__)
 
@@ -202,17 +203,17 @@ def _plan(
     evidence = hashlib.sha256(
         "\n".join(f"{t} {ev.traces[t]['sha256']}" for t in trace_ids).encode()
     ).hexdigest()[:16]
-    provenance = {
-        "distiller": DISTILLER,
-        "evidence_sha256": evidence,
-        "config": config.model_dump(mode="json", exclude={"teacher"}),
-        "teacher": config.teacher,
-        "prompts": prompts,
-        "traces": [ev.traces[t] for t in trace_ids],
-        "templates": [
-            {"file": t.filename, "task": t.task, "trace_id": t.trace_id} for t in templates
+    provenance = Provenance(
+        distiller=DISTILLER,
+        evidence_sha256=evidence,
+        config=config.model_dump(mode="json", exclude={"teacher"}),
+        teacher=config.teacher,
+        prompts=prompts,
+        traces=[TraceSource.model_validate(ev.traces[t]) for t in trace_ids],
+        templates=[
+            TemplateSource(file=t.filename, task=t.task, trace_id=t.trace_id) for t in templates
         ],
-    }
+    )
     return PackPlan(
         name,
         title,

@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from typing import Any
 
 from upskills.distill.lessons import Lesson
 from upskills.distill.techniques import TECHNIQUES
+from upskills.skills.provenance import Provenance
 from upskills.skills.tokens import COMPACT_TOKEN_BUDGET, SKILL_TOKEN_BUDGET, estimate_tokens
 
 MAX_SOURCES_SHOWN = 3
@@ -48,7 +48,7 @@ class PackPlan:
     scope: str
     lessons: list[Lesson]
     templates: list[Template]
-    provenance: dict[str, Any]
+    provenance: Provenance
     min_prevalence: int = 2
     rare_fixes: int = MAX_RARE_SHOWN
     body_override: str | None = None
@@ -141,10 +141,10 @@ def _lesson_block(lesson: Lesson, full: bool = False) -> str:
 def _frontmatter(plan: PackPlan, version: str, description: str) -> str:
     meta = {
         "version": version,
-        "generator": str(plan.provenance.get("distiller", "")),
+        "generator": plan.provenance.distiller,
         "traces": str(plan.trace_count),
         "lessons": str(len(plan.lessons)),
-        "evidence-sha256": str(plan.provenance.get("evidence_sha256", "")),
+        "evidence-sha256": plan.provenance.evidence_sha256,
         "provenance": "references/provenance.json",
     }
     lines = ["---", f"name: {plan.name}", f"description: {json.dumps(description)}"]
@@ -331,7 +331,7 @@ def render_pack(plan: PackPlan, version: str) -> dict[str, str]:
             sort_keys=True,
         )
         + "\n",
-        "references/provenance.json": json.dumps(plan.provenance, indent=1, sort_keys=True) + "\n",
+        "references/provenance.json": plan.provenance.to_json(),
     }
     for t in plan.templates:
         header = (

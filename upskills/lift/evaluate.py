@@ -13,8 +13,9 @@ import os
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from upskills.core.device import resolve_device
 from upskills.lift.config import CaseInfo, LiftConfig, load_manifest
 from upskills.lift.store import (
     GENERATIONS,
@@ -25,17 +26,10 @@ from upskills.lift.store import (
     read_records,
 )
 
-
-def resolve_device(device: str) -> str:
-    """``auto`` -> ``cuda`` when torch sees a GPU, else ``cpu``; ``cuda:N`` -> ``cuda``."""
-    if device == "auto":
-        try:
-            import torch
-
-            return "cuda" if torch.cuda.is_available() else "cpu"
-        except ImportError:
-            return "cpu"
-    return "cuda" if device.startswith("cuda") else device
+if TYPE_CHECKING:
+    from upskills.verify.options import CheckOptions
+    from upskills.verify.verdict import Verdict
+    from upskills.verify.verifier import Verifier
 
 
 class CaseChecker:
@@ -45,9 +39,9 @@ class CaseChecker:
         """The verifier starts lazily, on the first kernel judged."""
         self.config = config
         self.device = device
-        self._verifier: Any = None
+        self._verifier: Verifier | None = None
 
-    def options(self, case: CaseInfo) -> Any:
+    def options(self, case: CaseInfo) -> CheckOptions:
         """CheckOptions for ``case``."""
         from upskills.verify import CheckOptions
 
@@ -59,7 +53,7 @@ class CaseChecker:
             baselines=self.device != "cpu",
         )
 
-    def __call__(self, case: CaseInfo, source: str) -> Any:
+    def __call__(self, case: CaseInfo, source: str) -> Verdict:
         """The Verdict of ``source`` on ``case``'s task."""
         if self._verifier is None:
             from upskills.verify import Verifier
@@ -79,7 +73,7 @@ def _clip(text: str, head: int = 250, tail: int = 400) -> str:
     return text if len(text) <= head + tail else f"{text[:head]} ... {text[-tail:]}"
 
 
-def _record(gen: GenerationRecord, verdict: Any, device: str) -> EvaluationRecord:
+def _record(gen: GenerationRecord, verdict: Verdict, device: str) -> EvaluationRecord:
     err = verdict.error_class
     return EvaluationRecord(
         key=gen.key,

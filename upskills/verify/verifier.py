@@ -12,7 +12,6 @@ crash there costs one verdict and nothing else.
 
 from __future__ import annotations
 
-import hashlib
 import re
 import secrets
 import signal
@@ -22,6 +21,8 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
+from upskills.core.device import resolve_device as core_resolve_device
+from upskills.core.hashing import kernel_hash
 from upskills.tasks.model import Task
 from upskills.verify.judge import JudgeJob, JudgeResult
 from upskills.verify.options import CheckOptions
@@ -36,19 +37,15 @@ _FRAME = re.compile(r'File "(?P<file>[^"]+)", line (?P<line>\d+) in (?P<func>\S+
 
 
 def resolve_device(device: str) -> str:
-    """``auto`` -> ``cuda`` when torch sees a GPU, else ``cpu``; validates the others."""
-    if device not in ("auto", "cpu", "cuda"):
-        raise ValueError(f"device must be 'auto', 'cpu' or 'cuda', not {device!r}")
-    if device == "cpu":
-        return device
+    """``auto``, ``cpu`` or ``cuda`` -> ``cpu`` or ``cuda`` (see :mod:`upskills.core.device`).
+
+    The verifier itself needs torch even on CPU: a clear error says which extra installs it.
+    """
     try:
-        import torch
+        import torch  # noqa: F401
     except ImportError as exc:
         raise ValueError("the verifier needs torch: pip install 'upskills[kernels]'") from exc
-    available = torch.cuda.is_available()
-    if device == "cuda" and not available:
-        raise ValueError("device 'cuda' requested but torch sees no CUDA GPU; use --device cpu")
-    return "cuda" if available else "cpu"
+    return core_resolve_device(device)
 
 
 def resolve_task(task: Task | str | Path) -> Task:
@@ -70,11 +67,6 @@ def resolve_candidate(candidate: str | Path) -> tuple[str, str]:
             raise FileNotFoundError(f"candidate file not found: {candidate}")
         return path.read_text(), path.name
     return candidate, "candidate.py"
-
-
-def source_hash(source: str) -> str:
-    """sha256 of the candidate source, 16 hex chars."""
-    return hashlib.sha256(source.encode()).hexdigest()[:16]
 
 
 def sandbox_user_differs() -> bool:
@@ -206,7 +198,7 @@ class Verifier:
         verdict = Verdict(
             task=task.name,
             task_hash=task.hash,
-            candidate_hash=source_hash(source),
+            candidate_hash=kernel_hash(source),
             device=self.device,
             passed=False,
             seed=seed,
