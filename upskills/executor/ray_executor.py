@@ -17,6 +17,7 @@ Ray is imported lazily: without it, building this executor raises an ExecutorErr
 
 from __future__ import annotations
 
+import json
 import os
 import time
 from collections import deque
@@ -65,9 +66,9 @@ def connect(address: str | None, ship_code: bool | None = None) -> bool:
 
         runtime_env["py_modules"] = [str(Path(upskills.__file__).parent)]
     kwargs: dict[str, Any] = {"log_to_driver": False, "runtime_env": runtime_env or None}
-    if address is None:
+    if address is None:  # "local": a new instance, never a stale one found on disk
         kwargs["include_dashboard"] = False
-    ray.init(address=address, **kwargs)
+    ray.init(address=address or "local", **kwargs)
     return True
 
 
@@ -101,7 +102,7 @@ class VerifierActor:
 
     def check(self, task: Any, unit_json: str) -> str:
         """Judge one unit (its task arrives separately, through the object store)."""
-        unit = WorkUnit.model_validate_json(unit_json).model_copy(update={"task": task})
+        unit = WorkUnit.model_validate({**json.loads(unit_json), "task": task})
         return self.judge.judge(unit).model_dump_json()
 
 
