@@ -89,3 +89,45 @@ def test_unit_that_kills_two_actors_is_a_crash(ray_executor, units, local_result
     assert "died while judging this candidate, 2 times" in got[victim].verdict.message
     for key in ("transpose_2d", "syntax"):
         assert verdict_signature(got[key].verdict) == verdict_signature(local_results[key].verdict)
+
+
+def test_lift_eval_through_ray(ray_executor, tmp_path):
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).parent.parent / "lift" / "mock"))
+    import replay
+
+    from tests.lift.conftest import lift_env as make_env
+    from upskills.lift.config import LiftConfig
+    from upskills.lift.evaluate import evaluate_with
+    from upskills.lift.runner import run_lift
+    from upskills.lift.store import EvaluationRecord
+    from upskills.llm import register_provider
+
+    register_provider("replay", replay.provider)
+    env = make_env.__wrapped__(tmp_path)
+    out = tmp_path / "run"
+    config = LiftConfig(
+        out=str(out),
+        students=[str(env["student"])],
+        skills=[str(env["skill"])],
+        cases=[str(env["cases"])],
+        arms=["baseline", "inline"],
+        samples=1,
+        device="cpu",
+        evaluate=False,
+        progress=False,
+    )
+    run_lift(config)
+    evaluate_with(out, "cpu", ray_executor, progress=False)
+    evals = read_records(out / "evaluations.cpu.jsonl", EvaluationRecord)
+    got = {e.key.split("/", 1)[1]: (e.passed, e.error_class) for e in evals}
+    assert got == {  # what the local executor gives (tests/lift/test_sanity.py)
+        "baseline/relu-ragged/0": (False, "mismatch"),
+        "baseline/vector_add-ragged/0": (False, "mismatch"),
+        "gpu-test-skill@1.0.0/relu-ragged/0": (True, None),
+        "gpu-test-skill@1.0.0/vector_add-ragged/0": (True, None),
+    }
+    evaluate_with(out, "cpu", ray_executor, progress=False)  # resume: nothing left to do
+    assert len((out / "evaluations.cpu.jsonl").read_text().splitlines()) == 4
