@@ -7,6 +7,8 @@ from pathlib import Path
 
 import click
 
+from upskills._cli.executor_options import executor_config, executor_options
+
 
 def _split(values: object) -> list[str]:
     """Comma-separated values of a repeatable option, flattened."""
@@ -66,6 +68,7 @@ def _fail(exc: Exception) -> None:
 @click.option("--no-eval", is_flag=True, help="Generate only; evaluate later with `lift eval`.")
 @click.option("--check-seeds", default=1, show_default=True, help="Input seeds per variant.")
 @click.option("--no-report", is_flag=True, help="Do not write the report at the end.")
+@executor_options
 @click.pass_context
 def cli(ctx: click.Context, **kw: object) -> None:
     """Measure the lift of skills on students (students x arms x cases x samples)."""
@@ -78,6 +81,8 @@ def cli(ctx: click.Context, **kw: object) -> None:
 
     if not kw["students"] or not kw["cases"] or not kw["out"]:
         raise click.UsageError("--students, --cases and --out are required")
+    executor = executor_config(str(kw["executor"]), kw["ray_address"])  # type: ignore[arg-type]
+    on_executor = not kw["no_eval"] and executor.name != "local"
     # Click hands over plain values; the model validates and types them.
     flags = dict(
         out=str(kw["out"]),
@@ -96,7 +101,7 @@ def cli(ctx: click.Context, **kw: object) -> None:
         max_cases=kw["max_cases"],
         student_device=kw["student_device"],
         device=str(kw["device"]),
-        evaluate=not kw["no_eval"],
+        evaluate=not kw["no_eval"] and not on_executor,
         check_seeds=kw["check_seeds"],
     )
     try:
@@ -108,11 +113,19 @@ def cli(ctx: click.Context, **kw: object) -> None:
     (out / "command.txt").write_text(command_line("lift", dict(kw)) + "\n", "utf-8")
     try:
         run_dir = run_lift(config)
+        if on_executor:  # generation here, evaluation on the cluster
+            from upskills.executor import ExecutorError
+            from upskills.lift.evaluate import evaluate_run
+
+            try:
+                evaluate_run(run_dir, config.device, config.progress, executor=executor)
+            except ExecutorError as exc:
+                _fail(exc)
     except (LiftError, FileNotFoundError) as exc:
         _fail(exc)
         return
     click.echo(f"run folder: {run_dir}")
-    if config.evaluate and not kw["no_report"]:
+    if (config.evaluate or on_executor) and not kw["no_report"]:
         from upskills.report import write_report
         from upskills.report.render import print_table
 
@@ -122,15 +135,32 @@ def cli(ctx: click.Context, **kw: object) -> None:
 @cli.command("eval")
 @click.argument("run_dir", type=click.Path(exists=True, file_okay=False, path_type=Path))
 @click.option("--device", default="auto", show_default=True, help="cpu, cuda or auto.")
-@click.option("--workers", type=int, help="Worker processes (default: one per GPU; CPU: 1).")
+@click.option(
+    "--workers",
+    type=click.IntRange(min=1),
+    help="Verifier workers (local) or actors (ray); default one per GPU (local on CPU: 1).",
+)
 @click.option("--no-progress", is_flag=True, help="Hide the progress bar.")
-def eval_cmd(run_dir: Path, device: str, workers: int | None, no_progress: bool) -> None:
-    """Evaluate a run's generations on this machine (writes evaluations.<device>.jsonl)."""
+@executor_options
+def eval_cmd(
+    run_dir: Path,
+    device: str,
+    workers: int | None,
+    no_progress: bool,
+    executor: str,
+    ray_address: str | None,
+) -> None:
+    """Evaluate a run's generations (writes evaluations.<device>.jsonl as verdicts arrive).
+
+    Resumable: rerunning skips the samples already judged on this device kind.
+    """
+    from upskills.executor import ExecutorError
     from upskills.lift.evaluate import evaluate_run
 
+    config = executor_config(executor, ray_address, workers)
     try:
-        path = evaluate_run(run_dir, device, progress=not no_progress, workers=workers)
-    except (FileNotFoundError, ValueError) as exc:
+        path = evaluate_run(run_dir, device, progress=not no_progress, executor=config)
+    except (FileNotFoundError, ValueError, ExecutorError) as exc:
         _fail(exc)
         return
     click.echo(f"wrote {path}")

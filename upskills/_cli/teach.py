@@ -11,6 +11,8 @@ from pathlib import Path
 
 import click
 
+from upskills._cli.executor_options import executor_config, executor_options
+
 
 def _default_out(teacher: str) -> Path:
     slug = re.sub(r"[^A-Za-z0-9._-]+", "-", teacher).strip("-") or "teacher"
@@ -56,6 +58,7 @@ def _default_out(teacher: str) -> Path:
 @click.option("--retry-errors", is_flag=True, help="Run again tasks whose trace ended in error.")
 @click.option("--no-progress", is_flag=True, help="No progress bar.")
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON lines.")
+@executor_options
 def cli(
     tasks: tuple[str, ...],
     teacher: str,
@@ -73,13 +76,17 @@ def cli(
     retry_errors: bool,
     no_progress: bool,
     as_json: bool,
+    executor: str,
+    ray_address: str | None,
 ) -> None:
     """Run a teacher model on TASKS (built-in names or KernelBench .py files), writing traces."""
     from upskills.agent.config import AgentConfig
     from upskills.agent.teach import teach
+    from upskills.executor import ExecutorError
     from upskills.llm.base import GenParams, ProviderError
     from upskills.tasks import TaskError
 
+    on = executor_config(executor, ray_address)
     out = out or _default_out(teacher)
     packs = []
     if skill_refs:
@@ -101,17 +108,31 @@ def cli(
     main_thread = threading.current_thread() is threading.main_thread()
     previous = signal.signal(signal.SIGTERM, _interrupt) if main_thread else None
     try:  # SIGTERM ends the current task's trace as "aborted", like Ctrl-C
-        paths = teach(
-            list(tasks),
-            teacher,
-            out,
-            config,
-            provider_options=options,
-            skills=packs,
-            progress=not no_progress,
-            retry_errors=retry_errors,
-        )
-    except (ProviderError, TaskError, FileNotFoundError, ValueError) as exc:
+        if on.name == "ray":  # tasks in parallel, one GPU each
+            from upskills.executor.teach_ray import teach_on_ray
+
+            paths = teach_on_ray(
+                list(tasks),
+                teacher,
+                out,
+                config,
+                provider_options=options,
+                skills=packs,
+                retry_errors=retry_errors,
+                address=on.ray_address,
+            )
+        else:
+            paths = teach(
+                list(tasks),
+                teacher,
+                out,
+                config,
+                provider_options=options,
+                skills=packs,
+                progress=not no_progress,
+                retry_errors=retry_errors,
+            )
+    except (ProviderError, TaskError, FileNotFoundError, ValueError, ExecutorError) as exc:
         raise click.ClickException(str(exc)) from exc
     finally:
         if main_thread:

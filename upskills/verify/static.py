@@ -519,7 +519,9 @@ def _derived(fn: ast.FunctionDef) -> tuple[set[str], set[str]]:
     assigns: list[tuple[set[str], ast.AST]] = []
     for node in ast.walk(fn):
         if isinstance(node, ast.Assign):
-            targets = set().union(*(_names_in(t) for t in node.targets))
+            targets: set[str] = set()
+            for t in node.targets:
+                targets |= _names_in(t)
             assigns.append((targets, node.value))
         elif isinstance(node, ast.AugAssign):
             assigns.append((_names_in(node.target), node.value))

@@ -42,7 +42,7 @@ def resolve_device(device: str) -> str:
     The verifier itself needs torch even on CPU: a clear error says which extra installs it.
     """
     try:
-        import torch  # noqa: F401
+        import torch  # noqa: F401  # pyright: ignore[reportUnusedImport]
     except ImportError as exc:
         raise ValueError("the verifier needs torch: pip install 'upskills[kernels]'") from exc
     return core_resolve_device(device)
