@@ -35,6 +35,8 @@ class Attempt:
     """Every shape variant the verdict ran (passing or not)."""
     notes: tuple[str, ...] = ()
     """Agent notes written after the previous attempt and before this one was judged."""
+    speedup_compile: float | None = None
+    """torch.compile median / this kernel's median, from the same verdict as ``speedup``."""
 
 
 @dataclass(frozen=True)
@@ -116,6 +118,7 @@ def _attempt(
         last_line=line,
         checked_variants=tuple(sorted({v.variant for v in verdict.variants})),
         notes=notes,
+        speedup_compile=verdict.speedup_compile,
     )
 
 
@@ -134,6 +137,7 @@ def _merge(prev: Attempt, new: Attempt) -> Attempt:
         last_line=new.last_line,
         checked_variants=new.checked_variants,
         notes=prev.notes,
+        speedup_compile=new.speedup_compile if new.speedup is not None else prev.speedup_compile,
     )
 
 
