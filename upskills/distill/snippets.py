@@ -18,8 +18,10 @@ there is no example rather than a misleading one.
 from __future__ import annotations
 
 import ast
+import functools
 import re
 import textwrap
+from dataclasses import dataclass
 
 MAX_LINES = 14
 """Longest example, in lines."""
@@ -88,12 +90,37 @@ def _with_context(stmt: ast.stmt, block: list[ast.stmt]) -> tuple[int, int]:
     return lo, stmt.end_lineno or stmt.lineno
 
 
-def _python_candidates(tree: ast.AST, line: int) -> list[tuple[int, int]]:
+@dataclass(frozen=True)
+class _Parsed:
+    tree: ast.Module
+    lines: list[str]
+    decorators: list[tuple[int, int]]
+    strings: list[tuple[int, int]]
+
+
+@functools.lru_cache(maxsize=8)
+def _parse(source: str) -> _Parsed | None:
+    """The module parsed once, with its decorator and multi-line string line ranges."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return None
+    decorators, strings = [], []
     for node in ast.walk(tree):
         if isinstance(node, ast.FunctionDef | ast.ClassDef):
-            for dec in node.decorator_list:
-                if dec.lineno <= line <= (dec.end_lineno or dec.lineno):
-                    return [(dec.lineno, dec.end_lineno or dec.lineno)]
+            decorators += [(d.lineno, d.end_lineno or d.lineno) for d in node.decorator_list]
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str):
+            end = node.end_lineno or node.lineno
+            if end > node.lineno:
+                strings.append((node.lineno + 1, end - 1))
+    return _Parsed(tree, source.splitlines(), decorators, strings)
+
+
+def _python_candidates(parsed: _Parsed, line: int) -> list[tuple[int, int]]:
+    for lo, hi in parsed.decorators:
+        if lo <= line <= hi:
+            return [(lo, hi)]
+    tree = parsed.tree
     chain = _statements(tree, line)
     if not chain:
         return []
@@ -140,12 +167,10 @@ def _cuda_candidates(lines: list[str], line: int, lo: int, hi: int) -> list[tupl
     return out
 
 
-def _string_range(tree: ast.AST, line: int) -> tuple[int, int] | None:
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Constant) and isinstance(node.value, str):
-            end = node.end_lineno or node.lineno
-            if node.lineno <= line <= end and end > node.lineno:
-                return node.lineno + 1, end - 1
+def _string_range(parsed: _Parsed, line: int) -> tuple[int, int] | None:
+    for lo, hi in parsed.strings:
+        if lo - 1 <= line <= hi + 1:
+            return lo, hi
     return None
 
 
@@ -160,16 +185,15 @@ def technique_snippet(source: str, technique: str, line: int) -> str:
     Returns:
         The example, dedented; "" when no span contains the technique's construct.
     """
-    try:
-        tree = ast.parse(source)
-    except SyntaxError:
+    parsed = _parse(source)
+    if parsed is None:
         return ""
-    lines = source.splitlines()
-    inside = _string_range(tree, line)
+    lines = parsed.lines
+    inside = _string_range(parsed, line)
     if inside is not None:
-        candidates = _cuda_candidates(lines, line, *inside)
+        candidates = _cuda_candidates(lines, max(inside[0], min(line, inside[1])), *inside)
     else:
-        candidates = _python_candidates(tree, line)
+        candidates = _python_candidates(parsed, line)
     marker = MARKERS.get(technique)
     for lo, hi in candidates:
         text = _span(lines, lo, hi)
