@@ -368,9 +368,11 @@ def render_compact(plan: PackPlan) -> str:
     techs = sorted(
         {x.technique for x in supported if x.technique in TECHNIQUES}, key=list(TECHNIQUES).index
     )
+    lines += [f"- Do: {TECHNIQUES[t].intent}" for t in techs]
     lines += [
         f"- {TECHNIQUES[t].title}: {_first_sentence(LOWERING[t])}." for t in techs if t in LOWERING
     ]
+    lines += [f"- Sizing (measured){rule[1:]}" for rule in sizing_rules(main, limit=3)]
     lines += [f"- Check: {TECHNIQUES[t].check}" for t in techs]
     for t in plan.templates[:1]:
         lines.append(f"- Template: `{t.filename}` (verified on `{t.task}`, {t.measured}).")

@@ -26,6 +26,9 @@ from dataclasses import dataclass
 MAX_LINES = 14
 """Longest example, in lines."""
 
+CONTEXT_LINES = 6
+"""Longest statement-with-its-inputs example, in lines."""
+
 MARKERS: dict[str, re.Pattern[str]] = {
     name: re.compile(pattern)
     for name, pattern in {
@@ -76,18 +79,19 @@ def _span(lines: list[str], lo: int, hi: int) -> str:
 
 
 def _with_context(stmt: ast.stmt, block: list[ast.stmt]) -> tuple[int, int]:
-    """The statement and the earlier statements of its block that bind names it reads."""
+    """The statement and the statements just before it that bind names it reads directly."""
     reads = {n.id for n in ast.walk(stmt) if isinstance(n, ast.Name)}
+    end = stmt.end_lineno or stmt.lineno
     lo = stmt.lineno
     for prev in reversed(block[: block.index(stmt)]):
+        if end - prev.lineno >= CONTEXT_LINES:
+            break
         bound = {
             n.id for n in ast.walk(prev) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)
         }
-        if not bound & reads or (stmt.end_lineno or stmt.lineno) - prev.lineno >= MAX_LINES:
-            continue
-        lo = prev.lineno
-        reads |= {n.id for n in ast.walk(prev) if isinstance(n, ast.Name)}
-    return lo, stmt.end_lineno or stmt.lineno
+        if bound & reads:
+            lo = prev.lineno
+    return lo, end
 
 
 @dataclass(frozen=True)
