@@ -206,7 +206,10 @@ def prepare(config: LiftConfig) -> tuple[RunManifest, list[Student], dict[str, A
         raise LiftError(f"arms {sorted(needs_skill)} need at least one skill (--skills)")
     cases = _load_cases(config.cases)
     fed = _fed_hashes(packs)
-    refused = [c.id for c in cases if c.split == "train" or c.task_hash in fed]
+    from upskills.distill.family import family_hash  # recomputed from source, never trusted
+
+    fed_case = {c.id for c in cases if c.task_hash in fed or family_hash(c.task_source) in fed}
+    refused = [c.id for c in cases if c.split == "train" or c.id in fed_case]
     if refused and not config.allow_train:
         raise LiftError(
             f"{len(refused)} case(s) come from tasks that fed the skills (train split): "
@@ -234,7 +237,7 @@ def prepare(config: LiftConfig) -> tuple[RunManifest, list[Student], dict[str, A
             id=c.id,
             task=c.task,
             task_hash=c.task_hash,
-            split="train" if (c.split == "train" or c.task_hash in fed) else c.split,
+            split="train" if (c.split == "train" or c.id in fed_case) else c.split,
             tags=list(c.tags),
             prompt=c.prompt,
             variants=list(c.variants) or None,
