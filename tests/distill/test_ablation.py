@@ -73,13 +73,17 @@ def test_split_finds_the_two_changes_and_rebuilds_each_alone():
 
 
 def test_hunks_that_must_go_together_are_one_change():
-    after = ROW_SUM_MASKED.replace(
-        "def row_sum_kernel(x_ptr, out_ptr, N, stride, BLOCK: tl.constexpr):",
-        "def row_sum_kernel(x_ptr, out_ptr, N, stride, scale, BLOCK: tl.constexpr):",
-    ).replace(
-        "    tl.store(out_ptr + row, tl.sum(acc, axis=0))",
-        "    total = tl.sum(acc, axis=0) * scale\n    tl.store(out_ptr + row, total)",
-    ).replace("x.stride(0), BLOCK=128)", "x.stride(0), 1.0, BLOCK=128)")
+    after = (
+        ROW_SUM_MASKED.replace(
+            "def row_sum_kernel(x_ptr, out_ptr, N, stride, BLOCK: tl.constexpr):",
+            "def row_sum_kernel(x_ptr, out_ptr, N, stride, scale, BLOCK: tl.constexpr):",
+        )
+        .replace(
+            "    tl.store(out_ptr + row, tl.sum(acc, axis=0))",
+            "    total = tl.sum(acc, axis=0) * scale\n    tl.store(out_ptr + row, total)",
+        )
+        .replace("x.stride(0), BLOCK=128)", "x.stride(0), 1.0, BLOCK=128)")
+    )
     changes = split_changes(ROW_SUM_MASKED, after)
     assert len(changes) == 1  # a new parameter, its use and the call passing it
     assert len(changes[0].hunks) == 3
@@ -122,9 +126,7 @@ class RuleTimerFailingAlone(RuleTimer):
     def __call__(self, task: str, task_hash: str, source: str) -> Measurement:
         m = super().__call__(task, task_hash, source)
         if "tl.multiple_of" in source and "num_warps=8" not in source:
-            return m.model_copy(
-                update={"passed": False, "median_ms": None, "speedup_eager": None}
-            )
+            return m.model_copy(update={"passed": False, "median_ms": None, "speedup_eager": None})
         return m
 
 

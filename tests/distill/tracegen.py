@@ -189,6 +189,7 @@ def write_trace(
         )
     return tid
 
+
 ROW_SUM_HINTED = ROW_SUM_MASKED.replace(
     "        cols = start + tl.arange(0, BLOCK)",
     "        cols = tl.max_contiguous(tl.multiple_of(start + tl.arange(0, BLOCK), BLOCK), BLOCK)",
