@@ -9,6 +9,7 @@ fit the SKILL.md budget (or were seen in fewer traces than the configured preval
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -16,6 +17,9 @@ from upskills.distill.guidance import LOWERING, WORKFLOW, WORKFLOW_COMPACT, sizi
 from upskills.distill.lessons import Lesson
 from upskills.distill.techniques import TECHNIQUES
 from upskills.skills.tokens import COMPACT_TOKEN_BUDGET, SKILL_TOKEN_BUDGET, estimate_tokens
+
+_CUDA_CODE = re.compile(r"__(?:global|device|shared)__|__shfl|threadIdx|blockIdx|\)\s*\{\s*$", re.M)
+"""Code that is CUDA C++ (an example cut from a ``load_inline`` string), fenced as ``cpp``."""
 
 MAX_SOURCES_SHOWN = 3
 """Sources cited inline per lesson in SKILL.md (all are in references/lessons.md)."""
@@ -167,7 +171,7 @@ def _lesson_block(lesson: Lesson, full: bool = False, seen: dict[str, str] | Non
         lines.append(f"- {lesson.intent}")
         if lesson.technique in LOWERING:
             lines.append(f"- {LOWERING[lesson.technique]}")
-        fence = "python" if "__global__" not in lesson.example else "cpp"
+        fence = "cpp" if _CUDA_CODE.search(lesson.example) else "python"
     if _pre(lesson):
         lines.append(f"- When: {_pre(lesson)}")
     lines.append(f"- Sources: {_cite(lesson, None if full else MAX_SOURCES_SHOWN)}")
