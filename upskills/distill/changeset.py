@@ -260,14 +260,16 @@ def _split(before: str, after: str) -> tuple[Change, ...]:
     if not hunks:
         return ()
     g = _Groups(len(hunks))
-    try:
-        tb, ta = ast.parse(before), ast.parse(after)
-    except SyntaxError:
-        tb = ta = None
-    if tb is None or ta is None or len(hunks) > MAX_HUNKS:
+    tb = ta = None
+    if 1 < len(hunks) <= MAX_HUNKS:
+        try:
+            tb, ta = ast.parse(before), ast.parse(after)
+        except SyntaxError:
+            pass
+    if tb is None or ta is None:
         for i in range(1, len(hunks)):
             g.union(0, i)
-    elif len(hunks) > 1:
+    else:
         _link_names(hunks, ta, tb, "b", g)
         _link_names(hunks, tb, ta, "a", g)
         _link_signatures(hunks, tb, ta, g)
