@@ -9,7 +9,8 @@ alignment hint, clamped offsets). To say which change bought the speed, the diff
    absent from the other kernel), a function whose signature changed with the hunks that call
    it, and any hunk that does not parse when applied alone (merged with its neighbour until the
    partial kernel parses);
-3. each change is described by what it does: techniques it adds or removes
+3. changes to comments and docstrings only are dropped (they change no code);
+4. each change is described by what it does: techniques it adds or removes
    (``analyze_kernel`` of ``before`` + that change alone) and the sizes it retunes
    (``num_warps 4 -> 8``, ``BLOCK_M 64 -> 128``).
 
@@ -27,7 +28,7 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from upskills.distill.changes import change_key
+from upskills.distill.changes import change_key, code_lines
 from upskills.distill.techniques import analyze_kernel
 
 MAX_HUNKS = 24
@@ -275,12 +276,18 @@ def _split(before: str, after: str) -> tuple[Change, ...]:
         _link_signatures(hunks, tb, ta, g)
         _merge_unparsable(a, b, hunks, g)
     base = analyze_kernel(before)
+    groups = g.groups()
+    if len(groups) > 1:  # comment- and docstring-only changes change nothing
+        code = code_lines(before)
+        groups = [
+            grp for grp in groups if code_lines(_apply(a, b, [hunks[i] for i in grp])) != code
+        ] or groups
     out: list[Change] = []
-    for index, group in enumerate(g.groups()):
+    for index, group in enumerate(groups):
         hs = tuple(hunks[i] for i in group)
         removed = tuple(line for h in hs for line in a[h.a0 : h.a1])
         added = tuple(line for h in hs for line in b[h.b0 : h.b1])
-        partial = after if len(g.parent) == len(group) else _apply(a, b, hs)
+        partial = after if len(hunks) == len(group) else _apply(a, b, hs)
         found = analyze_kernel(partial)
         out.append(
             Change(

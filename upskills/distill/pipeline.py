@@ -207,6 +207,17 @@ def _collect_one(
     ev.techniques[trace.task_hash] |= set(analyze_kernel(final.kernel_source))
 
 
+def _confounded_family(lesson: Lesson) -> str:
+    """Family of a confounded perf lesson: its changes' first technique, else launch tuning."""
+    if lesson.technique != "confounded":
+        return "general"
+    for change in lesson.effect.changes:
+        for word in change.replace(";", " ").split():
+            if word in TECHNIQUES and word != "launch_config":
+                return TECHNIQUES[word].family
+    return "launch-tuning"
+
+
 def _groups(
     lessons: list[Lesson], config: DistillConfig
 ) -> dict[str, tuple[str, str, list[Lesson]]]:
@@ -217,7 +228,7 @@ def _groups(
     for lesson in lessons:
         if config.group == "family":
             info = TECHNIQUES.get(lesson.technique)
-            keys = [info.family if info else "general"]
+            keys = [info.family if info else _confounded_family(lesson)]
         else:
             keys = lesson.preconditions.tags or ["general"]
         for key in keys:
