@@ -100,7 +100,8 @@ def test_distill_writes_valid_packs_with_provenance(traces, tmp_path):
     assert "mask=cols < N" in pitfalls and f"`{0:032x}`" in pitfalls
     assert (mem.path / "scripts" / "row_sum_kernel.py").read_text().endswith(ROW_SUM_TUNED)
     tune = load_pack(tmp_path / "skills" / "gpu-launch-tuning")
-    assert "1.10x eager -> 1.90x eager (3 traces)" in tune.body
+    assert "### Launch configuration: 1.10x -> 1.90x eager, H200 (isolated)" in tune.body
+    assert "Final kernels using it" not in tune.body
 
 
 def test_budgets_hold(traces, tmp_path):

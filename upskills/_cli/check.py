@@ -156,8 +156,8 @@ def _check_folder(
     config: object,
 ) -> None:
     """Judge every ``*.py`` in ``folder`` on the executor; exits like a single check."""
-    from upskills.executor import UnitResult, WorkUnit, run_units
     from upskills.core.device import resolve_device
+    from upskills.executor import UnitResult, WorkUnit, run_units
 
     paths = sorted(folder.glob("*.py"))
     if not paths:

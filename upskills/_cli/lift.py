@@ -69,6 +69,11 @@ def _fail(exc: Exception) -> None:
 @click.option("--check-seeds", default=1, show_default=True, help="Input seeds per variant.")
 @click.option("--no-report", is_flag=True, help="Do not write the report at the end.")
 @executor_options
+@click.option(
+    "--ablate-modules",
+    is_flag=True,
+    help="Leave-one-section-out arms of the (one) skill: which SKILL.md sections help or hurt.",
+)
 @click.pass_context
 def cli(ctx: click.Context, **kw: object) -> None:
     """Measure the lift of skills on students (students x arms x cases x samples)."""
@@ -111,6 +116,14 @@ def cli(ctx: click.Context, **kw: object) -> None:
     out = Path(config.out)
     out.mkdir(parents=True, exist_ok=True)
     (out / "command.txt").write_text(command_line("lift", dict(kw)) + "\n", "utf-8")
+    if kw["ablate_modules"]:
+        from upskills.distill.ablate_modules import ablate_modules, render_report
+
+        try:
+            click.echo(render_report(ablate_modules(config)))
+        except (LiftError, ValueError, FileNotFoundError) as exc:
+            _fail(exc)
+        return
     try:
         run_dir = run_lift(config)
         if on_executor:  # generation here, evaluation on the cluster

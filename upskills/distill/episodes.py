@@ -37,6 +37,8 @@ class Attempt:
     """Every shape variant the verdict ran (passing or not)."""
     notes: tuple[str, ...] = ()
     """Agent notes written after the previous attempt and before this one was judged."""
+    speedup_compile: float | None = None
+    """torch.compile median / this kernel's median, from the same verdict as ``speedup``."""
 
 
 @dataclass(frozen=True)
@@ -105,6 +107,7 @@ def _attempt(walked: WalkedAttempt) -> Attempt:
     verdicts = walked.verdicts
     last = verdicts[-1]
     speedups = [v.speedup_eager for v in verdicts if v.speedup_eager is not None]
+    compiles = [v.speedup_compile for v in verdicts if v.speedup_compile is not None]
     gpus = [v.gpu for v in verdicts if v.gpu]
     messages = [v.message for v in verdicts if v.message]
     return Attempt(
@@ -120,6 +123,7 @@ def _attempt(walked: WalkedAttempt) -> Attempt:
         last_line=walked.last_line,
         checked_variants=tuple(sorted({v.variant for v in last.variants})),
         notes=walked.notes,
+        speedup_compile=compiles[-1] if compiles else None,
     )
 
 

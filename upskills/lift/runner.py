@@ -107,8 +107,13 @@ def case_task(case: TestCase) -> Task:
 
 
 def _fed_hashes(packs: Sequence[SkillPack]) -> set[str]:
-    """Hashes of the tasks whose traces fed the packs (from their provenance)."""
-    return {h for p in packs if p.provenance for h in p.provenance.task_hashes()}
+    """Task and family hashes of the tasks whose traces fed the packs (from their provenance)."""
+    return {
+        h
+        for p in packs
+        if p.provenance
+        for h in p.provenance.task_hashes() | set(p.provenance.families)
+    }
 
 
 def _load_packs(refs: Sequence[str]) -> list[SkillPack]:
@@ -200,7 +205,10 @@ def prepare(
         raise LiftError(f"arms {sorted(needs_skill)} need at least one skill (--skills)")
     cases = _load_cases(config.cases)
     fed = _fed_hashes(packs)
-    refused = [c.id for c in cases if c.split == "train" or c.task_hash in fed]
+    from upskills.distill.family import family_hash  # recomputed from source, never trusted
+
+    fed_case = {c.id for c in cases if c.task_hash in fed or family_hash(c.task_source) in fed}
+    refused = [c.id for c in cases if c.split == "train" or c.id in fed_case]
     if refused and not config.allow_train:
         raise LiftError(
             f"{len(refused)} case(s) come from tasks that fed the skills (train split): "
@@ -228,7 +236,7 @@ def prepare(
             id=c.id,
             task=c.task,
             task_hash=c.task_hash,
-            split="train" if (c.split == "train" or c.task_hash in fed) else c.split,
+            split="train" if (c.split == "train" or c.id in fed_case) else c.split,
             tags=list(c.tags),
             prompt=c.prompt,
             variants=list(c.variants) or None,

@@ -46,6 +46,12 @@ class TemplateSource(BaseModel):
     """Task the template solves."""
     trace_id: str
     """Trace whose passing kernel it is."""
+    speedup_eager: float | None = None
+    """Its measured speedup over eager PyTorch (None: not timed)."""
+    speedup_compile: float | None = None
+    """Its measured speedup over ``torch.compile`` (None: not timed)."""
+    gpu: str | None = None
+    """The GPU those speedups were measured on."""
 
 
 class Provenance(BaseModel):
@@ -67,6 +73,10 @@ class Provenance(BaseModel):
     """Source traces."""
     templates: list[TemplateSource] = Field(default_factory=list[TemplateSource])
     """Template kernels and their traces."""
+    families: list[str] = Field(default_factory=list[str])
+    """Family hashes of the tasks that fed the pack (recomputed from source at lift time)."""
+    ablation: dict[str, int] = Field(default_factory=dict[str, int])
+    """How the performance lessons' effects were attributed (isolated/ablated/confounded)."""
 
     def task_hashes(self) -> set[str]:
         """Content hashes of the tasks that fed the pack (non-empty ones)."""
