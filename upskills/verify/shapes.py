@@ -156,18 +156,21 @@ def ranges_for(task: Task, device: str) -> dict[str, tuple[int, int]]:
         return {k: (int(v[0]), int(v[1])) for k, v in task.ranges.items()}
     eligible = [v for v in task.all_variants() if not v.main and (v.cpu or device != "cpu")]
     out: dict[str, tuple[int, int]] = {}
-    if len(eligible) >= 1:
-        names = {k for v in eligible for k, val in v.globals.items() if _is_size(val)}
-        for name in names:
-            values = [
-                value
-                for v in eligible
-                if isinstance(value := v.globals.get(name), int) and _is_size(value)
-            ]
-            lo, hi = min(values), max(values)
-            if lo == hi:
-                lo = max(MIN_SIZE, lo // 2)
-            out[name] = (lo, hi)
+    variants = task.all_variants()
+    names = {k for v in eligible for k, val in v.globals.items() if _is_size(val)}
+    for name in names:
+        everywhere = {v.globals.get(name) for v in variants}
+        if len(everywhere) == 1:
+            continue  # the same in every variant (a head dim, a vocabulary): part of the task
+        values = [
+            value
+            for v in eligible
+            if isinstance(value := v.globals.get(name), int) and _is_size(value)
+        ]
+        lo, hi = min(values), max(values)
+        if lo == hi:
+            lo = max(MIN_SIZE, lo // 2)
+        out[name] = (lo, hi)
     return out
 
 
