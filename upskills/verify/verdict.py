@@ -143,7 +143,7 @@ class Verdict(BaseModel):
     """What this check could not see (CPU: races, timing) and other caveats."""
     stage_seconds: dict[str, float] = Field(default_factory=dict)
     """Wall time per stage (judge side): cost breakdown of the check."""
-    variants: list[VariantResult] = Field(default_factory=list)
+    variants: list[VariantResult] = Field(default_factory=list[VariantResult])
     """Per-variant, per-seed correctness results."""
     timing_status: Literal["measured", "unavailable", "skipped", "failed"] = "unavailable"
     """Whether timings were measured (GPU), unavailable (CPU), skipped, or failed."""
