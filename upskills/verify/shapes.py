@@ -159,7 +159,7 @@ def ranges_for(task: Task, device: str) -> dict[str, tuple[int, int]]:
     variants = task.all_variants()
     names = {k for v in eligible for k, val in v.globals.items() if _is_size(val)}
     for name in names:
-        everywhere = {v.globals.get(name) for v in variants}
+        everywhere = {repr(v.globals.get(name)) for v in variants}
         if len(everywhere) == 1:
             continue  # the same in every variant (a head dim, a vocabulary): part of the task
         values = [
