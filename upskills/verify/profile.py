@@ -26,7 +26,7 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -140,14 +140,14 @@ def measure_ceilings(copy_bytes: int = 1 << 32, matmul_size: int = 8192) -> Ceil
     def median_ms(fn: Any) -> float:
         for _ in range(3):
             fn()
-        times = []
+        times: list[float] = []
         for _ in range(20):
             a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
             a.record()
             fn()
             b.record()
             torch.cuda.synchronize()
-            times.append(a.elapsed_time(b))
+            times.append(float(a.elapsed_time(b)))
         return statistics.median(times)
 
     n = copy_bytes // 4
@@ -249,9 +249,11 @@ def _tensors(obj: Any) -> list[Any]:
     if isinstance(obj, torch.Tensor):
         return [obj]
     if isinstance(obj, list | tuple):
-        return [t for x in obj for t in _tensors(x)]
+        items = cast("list[Any] | tuple[Any, ...]", obj)
+        return [t for x in items for t in _tensors(x)]
     if isinstance(obj, dict):
-        return [t for x in obj.values() for t in _tensors(x)]
+        values = cast("dict[Any, Any]", obj).values()
+        return [t for x in values for t in _tensors(x)]
     return []
 
 
