@@ -57,6 +57,15 @@ def _fail(exc: Exception) -> None:
 @click.option("--allow-train", is_flag=True, help="Allow cases whose task fed a skill.")
 @click.option("--traces", "traces", multiple=True, help="Trace files/folders (excerpt arm).")
 @click.option("--compact", is_flag=True, help="Inline the compact skill variant.")
+@click.option(
+    "--rungs",
+    default="choose,fill,repair,write",
+    show_default=True,
+    help="Ladder rungs to run (comma-separated).",
+)
+@click.option(
+    "--off-topic", "off_topic", multiple=True, help="Pack(s) on another topic (off_topic arm)."
+)
 @click.option("--max-new-tokens", type=int, help="Override the students' max_new_tokens.")
 @click.option("--max-cases", type=int, help="Use only the first N cases.")
 @click.option("--student-device", help="Run local students on this device (cpu, cuda).")
@@ -86,6 +95,8 @@ def cli(ctx: click.Context, **kw: object) -> None:
         seed=kw["seed"],  # type: ignore[arg-type]
         allow_train=bool(kw["allow_train"]),
         traces=_split(kw["traces"]),  # type: ignore[arg-type]
+        off_topic=_split(kw["off_topic"]),  # type: ignore[arg-type]
+        rungs=_split((str(kw["rungs"]),)),
         compact=bool(kw["compact"]),
         max_new_tokens=kw["max_new_tokens"],  # type: ignore[arg-type]
         max_cases=kw["max_cases"],  # type: ignore[arg-type]
@@ -94,14 +105,16 @@ def cli(ctx: click.Context, **kw: object) -> None:
         evaluate=not kw["no_eval"],
         check_seeds=kw["check_seeds"],  # type: ignore[arg-type]
     )
-    out = Path(config.out)
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "command.txt").write_text(command_line("lift", dict(kw)) + "\n", "utf-8")
-    try:
-        run_dir = run_lift(config)
+    from upskills.lift.runner import InfrastructureError
+
+    try:  # command.txt is written by run_lift once every input validated
+        run_dir = run_lift(config, command=command_line("lift", dict(kw)))
     except (LiftError, FileNotFoundError) as exc:
         _fail(exc)
         return
+    except InfrastructureError as exc:
+        click.echo(f"error: {exc}", err=True)
+        ctx.exit(3)
     click.echo(f"run folder: {run_dir}")
     if config.evaluate and not kw["no_report"]:
         from upskills.report import write_report

@@ -183,7 +183,10 @@ def evaluate_shard(
         g = gen_by_key.get(r.key)
         if g is not None and g.kernel_hash:
             cache[(g.case, g.kernel_hash)] = r
-    todo = [g for g in gens if g.key not in done and _shard_of(g.case, of) == shard]
+    # infrastructure errors are not judged: they stay pending until a resume regenerates them
+    todo = [
+        g for g in gens if g.key not in done and g.error is None and _shard_of(g.case, of) == shard
+    ]
     checker = CaseChecker(manifest.config, kind)
     bar = _bar(len(todo), f"evaluate ({kind} {shard + 1}/{of})", progress)
     try:
@@ -203,12 +206,16 @@ def _evaluate_one(
     cache: dict[tuple[str, str], EvaluationRecord],
     kind: str,
 ) -> EvaluationRecord:
-    if gen.error is not None:
+    case = cases[gen.case]
+    if case.rung == "choose" and gen.choice is not None:
+        # the label is the verifier's, given when the case was built (on the whole kernel)
+        picked = case.choices[gen.choice]
         return EvaluationRecord(
             key=gen.key,
-            passed=False,
-            error_class="generation",
-            message=gen.error[:500],
+            kernel_hash=gen.kernel_hash,
+            passed=picked.correct,
+            error_class=None if picked.correct else f"chose:{picked.bug}",
+            message=picked.message[:300],
             device=kind,
         )
     if not gen.kernel_source or not gen.kernel_hash:

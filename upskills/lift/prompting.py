@@ -8,6 +8,7 @@ block that defines ``ModelNew`` (or the longest fenced block when none does).
 from __future__ import annotations
 
 import re
+from typing import Any
 
 from upskills.lift.arms import text_hash
 from upskills.prompts import load_prompt
@@ -29,6 +30,40 @@ def prompt_hashes() -> dict[str, str]:
     """Hashes of the package prompts a lift run uses."""
     names = ("student_system", "student_skill_on_demand", "student_placebo", "student_feedback")
     return {name: load_prompt(name).sha256 for name in names}
+
+
+def code_blocks(text: str) -> list[str]:
+    """Bodies of the fenced Python (or unlabelled) blocks of a response, in order."""
+    return [
+        body.strip("\n")
+        for lang, body in _FENCE.findall(text)
+        if lang.lower() in ("", "python", "py", "python3")
+    ]
+
+
+def splice_line(case: Any, answer: str) -> str | None:
+    """A ``fill`` answer put back into its kernel (None when it holds no code line).
+
+    The first non-blank line of the answer's first fenced block (or of the answer, when it
+    has none) is re-indented like the removed line and put in its place.
+
+    Args:
+        case: a ``fill`` case (``kernel_prefix``, ``kernel_suffix``, the removed line in
+            ``choices[0]``).
+        answer: the student's response.
+
+    Returns:
+        The whole kernel, or None.
+    """
+    blocks = code_blocks(answer)
+    body = blocks[0] if blocks else answer
+    removed = case.choices[0].line if case.choices else ""
+    indent = removed[: len(removed) - len(removed.lstrip())]
+    for raw in body.split("\n"):
+        line = raw.strip()
+        if line and not line.startswith(("```", "# >>>")):
+            return case.kernel_prefix + indent + line + "\n" + case.kernel_suffix
+    return None
 
 
 def extract_kernel(text: str) -> str | None:

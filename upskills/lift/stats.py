@@ -18,6 +18,11 @@ BOOTSTRAP_RESAMPLES = 10_000
 """Bootstrap resamples for every confidence interval."""
 BOOTSTRAP_SEED = 20240917
 """Fixed seed: the same results give the same interval."""
+MIN_BOOTSTRAP_CLUSTERS = 10
+"""Below this many clusters the percentile bootstrap undercovers: use an exact/Wilson-type
+interval where the data allow one, else keep the bootstrap and say it is unreliable."""
+Z95 = 1.959963984540054
+"""Normal quantile of a two-sided 95% interval."""
 
 
 def pass_at_k(n: int, c: int, k: int) -> float:
@@ -71,6 +76,8 @@ class PairedLift:
     """Cases whose difference is > 0."""
     worse: int
     """Cases whose difference is < 0."""
+    method: str = "bootstrap"
+    """How the interval was made: ``newcombe``, ``bootstrap``, ``bootstrap-few`` or ``none``."""
 
     def as_dict(self) -> dict[str, float | int]:
         """Plain dict for JSON."""
@@ -83,11 +90,14 @@ class PairedLift:
             "n_clusters": self.n_clusters,
             "better": self.better,
             "worse": self.worse,
+            "method": self.method,
         }
 
     def text(self, percent: bool = True) -> str:
         """``+12.5 pp [+3.1, +20.0]`` (a lift is never shown without its interval)."""
         scale, unit = (100.0, " pp") if percent else (1.0, "")
+        if math.isnan(self.ci_low):
+            return f"{self.mean * scale:+.1f}{unit} [no interval: one task]"
         return (
             f"{self.mean * scale:+.1f}{unit} "
             f"[{self.ci_low * scale:+.1f}, {self.ci_high * scale:+.1f}]"
@@ -169,7 +179,89 @@ def sign_flip_test(
         rng = np.random.default_rng(seed)
         patterns = rng.choice(np.array([-1, 1]), size=(resamples, m))
     stats = np.abs(patterns @ sums)
-    return float(np.mean(stats >= observed - 1e-12))
+    hits = int(np.sum(stats >= observed - 1e-12))
+    if m <= 16:
+        return hits / len(patterns)
+    # Monte Carlo: the observed labelling counts as one draw, so p >= 1/(B+1)
+    return (hits + 1) / (resamples + 1)
+
+
+def wilson_interval(successes: int, n: int, z: float = Z95) -> tuple[float, float]:
+    """Wilson score interval of a binomial proportion (nan, nan for n = 0)."""
+    if n <= 0:
+        return (math.nan, math.nan)
+    p = successes / n
+    denom = 1 + z * z / n
+    centre = (p + z * z / (2 * n)) / denom
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denom
+    return (max(0.0, centre - half), min(1.0, centre + half))
+
+
+def newcombe_paired(arm: Sequence[float], reference: Sequence[float]) -> tuple[float, float]:
+    """Newcombe's (1998, method 10) Wilson-based interval for a difference of paired 0/1 outcomes.
+
+    Args:
+        arm: per-case outcome of the arm, each 0 or 1.
+        reference: per-case outcome of the reference, each 0 or 1.
+
+    Returns:
+        (low, high) of the 95% interval of mean(arm) - mean(reference).
+    """
+    n = len(arm)
+    a = sum(1 for x, y in zip(arm, reference, strict=True) if x and y)
+    b = sum(1 for x, y in zip(arm, reference, strict=True) if x and not y)
+    c = sum(1 for x, y in zip(arm, reference, strict=True) if y and not x)
+    d = n - a - b - c
+    p1, p2 = (a + b) / n, (a + c) / n
+    l1, u1 = wilson_interval(a + b, n)
+    l2, u2 = wilson_interval(a + c, n)
+    denom = math.sqrt((a + b) * (c + d) * (a + c) * (b + d))
+    # Newcombe's recommended correction: shrink ad - bc by n/2 (else tiny tables collapse)
+    num = max(a * d - b * c - n / 2, 0.0) if a * d > b * c else a * d - b * c
+    phi = num / denom if denom > 0 else 0.0
+    delta = p1 - p2
+    low = delta - math.sqrt(
+        max(0.0, (p1 - l1) ** 2 - 2 * phi * (p1 - l1) * (u2 - p2) + (u2 - p2) ** 2)
+    )
+    high = delta + math.sqrt(
+        max(0.0, (u1 - p1) ** 2 - 2 * phi * (u1 - p1) * (p2 - l2) + (p2 - l2) ** 2)
+    )
+    return (max(-1.0, low), min(1.0, high))
+
+
+def holm(p_values: Sequence[float]) -> list[float]:
+    """Holm-Bonferroni adjusted p-values (same order as given; nan stays nan)."""
+    idx = [i for i, p in enumerate(p_values) if not math.isnan(p)]
+    order = sorted(idx, key=lambda i: p_values[i])
+    m = len(order)
+    out = [math.nan] * len(p_values)
+    running = 0.0
+    for rank, i in enumerate(order):
+        running = max(running, min(1.0, (m - rank) * p_values[i]))
+        out[i] = running
+    return out
+
+
+def lift_interval(
+    diffs_arm: np.ndarray, diffs_ref: np.ndarray, clusters: Sequence[str] | None
+) -> tuple[float, float, str]:
+    """The 95% interval a paired lift can honestly claim, and the method used.
+
+    One cluster: no interval (``none``). Binary outcomes with one case per cluster: Newcombe's
+    paired Wilson interval (``newcombe``), good at any size. Otherwise the clustered percentile
+    bootstrap (``bootstrap``), or ``bootstrap-few`` below :data:`MIN_BOOTSTRAP_CLUSTERS`
+    clusters, where it is known to be too narrow.
+    """
+    names = clusters or [str(i) for i in range(diffs_arm.size)]
+    m = len(set(names))
+    if m < 2:
+        return (math.nan, math.nan, "none")
+    binary = all(v in (0.0, 1.0) for v in (*diffs_arm.tolist(), *diffs_ref.tolist()))
+    if binary and m == diffs_arm.size:
+        low, high = newcombe_paired(diffs_arm.tolist(), diffs_ref.tolist())
+        return (low, high, "newcombe")
+    low, high = bootstrap_ci(diffs_arm - diffs_ref, clusters)
+    return (low, high, "bootstrap" if m >= MIN_BOOTSTRAP_CLUSTERS else "bootstrap-few")
 
 
 def paired_lift(
@@ -190,7 +282,7 @@ def paired_lift(
     if a.shape != r.shape:
         raise ValueError(f"paired_lift needs equal lengths, got {a.size} and {r.size}")
     diffs = a - r
-    low, high = bootstrap_ci(diffs, clusters)
+    low, high, method = lift_interval(a, r, clusters) if diffs.size else (math.nan,) * 2 + ("none",)
     return PairedLift(
         mean=float(diffs.mean()) if diffs.size else math.nan,
         ci_low=low,
@@ -200,6 +292,7 @@ def paired_lift(
         n_clusters=len(set(clusters)) if clusters else int(diffs.size),
         better=int((diffs > 0).sum()),
         worse=int((diffs < 0).sum()),
+        method=method,
     )
 
 

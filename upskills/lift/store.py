@@ -82,7 +82,14 @@ class GenerationRecord(BaseModel):
     stop_reason: str | None = None
     """Why the last call stopped."""
     error: str | None = None
-    """Provider error that ended this sample (recorded, not raised)."""
+    """Infrastructure error (HTTP, timeout, outage) that ended this sample: not the student's;
+    excluded from pass rates and retried on resume."""
+    rung: str = "write"
+    """Ladder rung of the case."""
+    choice: int | None = None
+    """``choose``: index of the candidate line with the highest score."""
+    scores: list[float] = Field(default_factory=list)
+    """``choose``: summed log-probability (nats) of each candidate line."""
 
 
 class EvaluationRecord(BaseModel):
@@ -136,13 +143,14 @@ def read_records(path: Path, model: type[T]) -> list[T]:
         model: GenerationRecord or EvaluationRecord.
 
     Returns:
-        Records in file order, first occurrence of each key only.
+        Records in file order, first occurrence of each key only, except that a record
+        carrying an infrastructure ``error`` is replaced by a later one of the same key.
 
     Raises:
         RunStoreError: a complete line that is not valid JSON or not a valid record.
     """
     out: list[T] = []
-    seen: set[str] = set()
+    seen: dict[str, int] = {}
     if not path.exists():
         return out
     raw = path.read_text(encoding="utf-8")
@@ -159,8 +167,10 @@ def read_records(path: Path, model: type[T]) -> list[T]:
             raise RunStoreError(f"{path}:{no}: not a valid {model.__name__}: {msg}") from None
         key = getattr(rec, "key")  # noqa: B009
         if key not in seen:
-            seen.add(key)
+            seen[key] = len(out)
             out.append(rec)
+        elif getattr(out[seen[key]], "error", None) is not None:
+            out[seen[key]] = rec  # a retried sample replaces its infrastructure error
     return out
 
 

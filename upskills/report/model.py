@@ -28,6 +28,11 @@ class Interval(BaseModel):
     """Cases where the arm scored higher."""
     worse: int
     """Cases where the arm scored lower (how many cases got worse)."""
+    method: str = "bootstrap"
+    """Interval method: ``newcombe`` (paired Wilson), ``bootstrap``, ``bootstrap-few`` (fewer
+    than 10 tasks: too narrow, flagged) or ``none`` (one task: no interval)."""
+    p_holm: float | None = None
+    """p-value Holm-adjusted across every lift row of the report."""
 
 
 class ArmStats(BaseModel):
@@ -71,6 +76,14 @@ class ArmStats(BaseModel):
     """On-demand arms: fraction of samples that called read_skill."""
     reads: dict[str, int] = Field(default_factory=dict)
     """On-demand arms: path read -> times."""
+    rung: str = "all"
+    """Ladder rung the row covers (``all``, ``choose``, ``fill``, ``repair``, ``write``)."""
+    chance: float | None = None
+    """Pass rate of a uniform guess (choose: mean correct/k over cases); None elsewhere."""
+    pass_ci: tuple[float, float] | None = None
+    """Wilson 95% interval of pass@1 over cases (one sample per case only)."""
+    infra_errors: int = 0
+    """Samples ended by infrastructure errors (excluded from the pass rates)."""
 
 
 class LiftRow(BaseModel):
@@ -125,3 +138,5 @@ class Report(BaseModel):
     """Other run compared against, when given."""
     notes: list[str] = Field(default_factory=list)
     """Caveats (pending evaluations, CPU has no timings, ...)."""
+    generation_device: str | None = None
+    """Where local students generated and scored (``cpu``, ``cuda``); None for endpoints."""

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from upskills.lift.config import RunManifest, load_manifest
-from upskills.lift.stats import flips, geomean, paired_lift, pass_at_k
+from upskills.lift.stats import flips, geomean, holm, paired_lift, pass_at_k, wilson_interval
 from upskills.lift.store import (
     GENERATIONS,
     EvaluationRecord,
@@ -81,7 +81,10 @@ def load_run(run_dir: Path, device: str | None = None) -> RunData:
         path.name.split(".")[1] if path else None,
     )
     samples = manifest.config.samples
+    need = {c.id: c.samples(samples) for c in manifest.cases}
     for g in gens:
+        if g.error is not None:
+            continue  # an infrastructure error is not the student's: never scored
         e = evals.get(g.key)
         if e is None:
             continue
@@ -91,19 +94,23 @@ def load_run(run_dir: Path, device: str | None = None) -> RunData:
         if e.speedup_eager is not None:
             s.timed += 1
             s.fast += int(e.passed and e.speedup_eager > 1.0)
-    data.scores = {k: v for k, v in data.scores.items() if v.n == samples}
+    data.scores = {k: v for k, v in data.scores.items() if v.n == need.get(k[2], samples)}
     return data
 
 
-def _arm_stats(data: RunData, student: str, arm: str, timed: bool) -> ArmStats:
-    """One arm's statistics; ``timed`` says whether the run's evaluation measured timings."""
+def _arm_stats(data: RunData, student: str, arm: str, timed: bool, rung: str = "all") -> ArmStats:
+    """One arm's statistics on one rung (or all); ``timed``: the evaluation measured timings."""
     m = data.manifest
     spec = next(a for a in m.arms if a.name == arm)
-    gens = [g for g in data.generations if g.student == student and g.arm == arm]
+    ids = {c.id for c in m.cases if rung in ("all", c.rung)}
+    everything = [g for g in data.generations if g.student == student and g.arm == arm]
+    everything = [g for g in everything if g.case in ids]
+    infra = sum(1 for g in everything if g.error is not None)
+    gens = [g for g in everything if g.error is None]
     evs = [data.evaluations[g.key] for g in gens if g.key in data.evaluations]
-    cases = [c for c in m.cases if (student, arm, c.id) in data.scores]
+    cases = [c for c in m.cases if c.id in ids and (student, arm, c.id) in data.scores]
     scores = [data.scores[(student, arm, c.id)] for c in cases]
-    n = m.config.samples
+    n = min((c.samples(m.config.samples) for c in cases), default=m.config.samples)
     ks = sorted({1, min(3, n), n})
     pak = {
         str(k): (sum(pass_at_k(s.n, s.correct, k) for s in scores) / len(scores) if scores else 0.0)
@@ -133,7 +140,22 @@ def _arm_stats(data: RunData, student: str, arm: str, timed: bool) -> ArmStats:
         block_tokens=spec.block_tokens,
         activation_rate=(sum(1 for g in gens if g.skill_reads) / count) if spec.uses_tool else None,
         reads=dict(sorted(reads.items())),
+        rung=rung,
+        chance=_chance(cases),
+        pass_ci=(
+            wilson_interval(sum(s.correct for s in scores), len(scores))
+            if scores and all(s.n == 1 for s in scores)
+            else None
+        ),
+        infra_errors=infra,
     )
+
+
+def _chance(cases: list) -> float | None:  # noqa: ANN001 - CaseInfo list
+    values = [c.chance for c in cases if c.chance is not None]
+    if not values or len(values) != len(cases):
+        return None
+    return sum(values) / len(values)
 
 
 def _lift(
@@ -169,6 +191,8 @@ def _references(manifest: RunManifest, arm: str) -> list[str]:
         for other in manifest.arms:
             if other.kind in ("placebo", "excerpt") and other.skill == spec.skill:
                 refs.append(other.name)
+            elif other.kind == "off_topic":
+                refs.append(other.name)
     return refs
 
 
@@ -203,9 +227,12 @@ def compute_report(
         subsets.append((f"split:{split}", {c.id for c in m.cases if c.split == split}))
     for tag in sorted({t for c in m.cases for t in c.tags}):
         subsets.append((f"tag:{tag}", {c.id for c in m.cases if tag in c.tags}))
+    rungs = sorted({c.rung for c in m.cases}, key=_RUNG_ORDER.index)
     for student in students:
         for spec in m.arms:
             arms.append(_arm_stats(data, student, spec.name, timed))
+            if len(rungs) > 1 or rungs != ["write"]:
+                arms += [_arm_stats(data, student, spec.name, timed, r) for r in rungs]
             for ref in _references(m, spec.name):
                 for metric in metrics:
                     for subset, ids in subsets if ref == "baseline" else subsets[:1]:
@@ -250,7 +277,21 @@ def compute_report(
                         regressions=reg,
                     )
                 )
-    notes = _notes(data, timed)
+    adjusted = holm([row.lift.p_value for row in lifts])
+    for row, p in zip(lifts, adjusted, strict=True):
+        row.lift.p_holm = p
+    notes = _notes(data, timed) + _floor_notes(arms)
+    if any(row.lift.method == "bootstrap-few" for row in lifts):
+        notes.append(
+            "some lifts rest on fewer than 10 tasks with non-binary scores: their bootstrap "
+            "intervals are too narrow (method 'bootstrap-few')"
+        )
+    if lifts:
+        notes.append(
+            f"p-values are Holm-adjusted across the {len(lifts)} lift rows (p_holm); "
+            "unadjusted p-values answer one pre-chosen comparison only"
+        )
+    gen_device = _generation_device(m)
     gpu = next((e.gpu for e in data.evaluations.values() if e.gpu), None)
     return Report(
         run=Path(run_dir).name,
@@ -264,13 +305,42 @@ def compute_report(
         lifts=lifts,
         baseline_run=str(baseline) if baseline else None,
         notes=notes,
+        generation_device=gen_device,
     )
+
+
+_RUNG_ORDER = ["choose", "fill", "repair", "write"]
+
+
+def _generation_device(manifest: RunManifest) -> str | None:
+    devices = sorted(
+        {str(s.get("device")) for s in manifest.students if s.get("provider") == "transformers"}
+    )
+    return ",".join(devices) if devices else None
+
+
+def _floor_notes(arms: list[ArmStats]) -> list[str]:
+    notes = []
+    for rung in sorted({a.rung for a in arms}):
+        rows = [a for a in arms if a.rung == rung and a.cases]
+        rates = [a.pass_at_k.get("1", 0.0) for a in rows]
+        if rows and all(r == 0.0 for r in rates):
+            notes.append(f"rung {rung}: every arm at 0% (floor): no lift can show here")
+        elif rows and all(r == 1.0 for r in rates):
+            notes.append(f"rung {rung}: every arm at 100% (ceiling): no lift can show here")
+    infra = sum(a.infra_errors for a in arms if a.rung == "all")
+    if infra:
+        notes.append(
+            f"{infra} sample(s) ended in infrastructure errors (HTTP, timeout, outage): "
+            "excluded from pass rates; rerun the lift command to retry them"
+        )
+    return notes
 
 
 def _notes(data: RunData, timed: bool) -> list[str]:
     m = data.manifest
     notes: list[str] = []
-    expected = len(m.students) * len(m.arms) * len(m.cases) * m.config.samples
+    expected = len(m.students) * len(m.arms) * sum(c.samples(m.config.samples) for c in m.cases)
     if len(data.generations) < expected:
         notes.append(f"generation incomplete: {len(data.generations)} of {expected} samples")
     pending = sum(1 for g in data.generations if g.key not in data.evaluations)

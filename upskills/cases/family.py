@@ -1,0 +1,170 @@
+"""Task families: the hash that groups dtype, shape and layout siblings of one operation.
+
+``family_hash(source)`` hashes a reference module's *structure*: its AST with comments, blank
+lines, docstrings, numeric and string constants, dtype names and module-level shape constants
+abstracted away. ``row_sum`` and ``row_sum_fp16`` (same computation, other dtype and sizes) get
+the same family; ``row_sum`` and ``row_max`` (another reduction op) do not. A lift recomputes
+each case's family from its source and refuses a case whose stored family disagrees, so a
+hand-edited split cannot bypass held-out discipline.
+
+What it does not do: decide that two differently written programs compute the same thing
+(``x.sum(-1)`` and ``torch.sum(x, dim=1)`` are different families).
+"""
+
+from __future__ import annotations
+
+import ast
+import hashlib
+
+DTYPE_NAMES = frozenset(
+    {
+        "float16",
+        "half",
+        "bfloat16",
+        "float32",
+        "float",
+        "float64",
+        "double",
+        "int8",
+        "uint8",
+        "int16",
+        "int32",
+        "int",
+        "int64",
+        "long",
+        "bool",
+        "float8_e4m3fn",
+        "float8_e5m2",
+    }
+)
+"""Attribute names treated as dtypes (``torch.float16`` -> ``torch.<dtype>``)."""
+
+
+class _Normalise(ast.NodeTransformer):
+    """Replaces constants, dtype names and docstrings by placeholders."""
+
+    def visit_Constant(self, node: ast.Constant) -> ast.AST:
+        if isinstance(node.value, bool) or node.value is None:
+            return node
+        return ast.copy_location(ast.Name(id="_CONST", ctx=ast.Load()), node)
+
+    def visit_Attribute(self, node: ast.Attribute) -> ast.AST:
+        self.generic_visit(node)
+        if node.attr in DTYPE_NAMES:
+            return ast.copy_location(
+                ast.Attribute(value=node.value, attr="_DTYPE", ctx=node.ctx), node
+            )
+        return node
+
+    def visit_Name(self, node: ast.Name) -> ast.AST:
+        if node.id in DTYPE_NAMES:
+            return ast.copy_location(ast.Name(id="_DTYPE", ctx=node.ctx), node)
+        return node
+
+    def _strip_docstring(self, body: list[ast.stmt]) -> list[ast.stmt]:
+        if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
+            if isinstance(body[0].value.value, str):
+                return body[1:] or [ast.Pass()]
+        return body
+
+    def visit_Module(self, node: ast.Module) -> ast.AST:
+        node.body = self._strip_docstring(node.body)
+        # module-level shape constants (M = 4096, N_SMALL = 77): drop the assignments
+        node.body = [s for s in node.body if not _is_constant_assign(s)]
+        self.generic_visit(node)
+        return node
+
+    def visit_FunctionDef(self, node: ast.FunctionDef) -> ast.AST:
+        node.body = self._strip_docstring(node.body)
+        self.generic_visit(node)
+        return node
+
+    def visit_ClassDef(self, node: ast.ClassDef) -> ast.AST:
+        node.body = self._strip_docstring(node.body)
+        self.generic_visit(node)
+        return node
+
+
+def _is_constant_assign(stmt: ast.stmt) -> bool:
+    """``NAME = <literal or arithmetic of literals, or a dtype>`` at module level."""
+    if not isinstance(stmt, ast.Assign | ast.AnnAssign):
+        return False
+    value = stmt.value
+    if value is None:
+        return False
+    for sub in ast.walk(value):
+        if isinstance(sub, ast.Call | ast.Lambda | ast.ListComp | ast.DictComp):
+            return False
+        if isinstance(sub, ast.Name) and sub.id not in DTYPE_NAMES and sub.id != "torch":
+            return False
+    return True
+
+
+def normalised_source(source: str) -> str:
+    """The reference source with comments, docstrings, constants and dtype names abstracted.
+
+    Args:
+        source: a Python module (a KernelBench-format reference).
+
+    Returns:
+        ``ast.unparse`` of the normalised tree.
+
+    Raises:
+        SyntaxError: the source does not parse.
+    """
+    tree = _Normalise().visit(ast.parse(source))
+    ast.fix_missing_locations(tree)
+    return ast.unparse(tree)
+
+
+def family_hash(source: str) -> str:
+    """The family hash (16 hex) of a task's reference source.
+
+    Comments, whitespace, docstrings, dtype names and shape/size constants do not change it; a
+    different operation does.
+
+    Args:
+        source: the reference module's source.
+
+    Returns:
+        sha256 of the normalised source, 16 hex characters.
+
+    Raises:
+        SyntaxError: the source does not parse.
+    """
+    return hashlib.sha256(normalised_source(source).encode()).hexdigest()[:16]
+
+
+def pack_families(packs: list[object]) -> set[str]:
+    """Family hashes of the tasks that fed skill packs (from their provenance's task names).
+
+    A provenance task is resolved in the built-in suite by name; when its recorded
+    ``task_hash`` names another version of the task, the built-in source still gives the
+    family (a family ignores the constants a version changes).
+
+    Args:
+        packs: skill packs (``upskills.skills.pack.SkillPack``).
+
+    Returns:
+        Family hashes of every fed task that can be resolved.
+    """
+    from upskills.tasks import builtin_names, load_task
+
+    names: set[str] = set()
+
+    def walk(obj: object) -> None:
+        if isinstance(obj, dict):
+            task = obj.get("task")
+            if isinstance(task, str):
+                names.add(task)
+            for v in obj.values():
+                walk(v)
+        elif isinstance(obj, list | tuple):
+            for v in obj:
+                walk(v)
+
+    for pack in packs:
+        prov = getattr(pack, "provenance", None)
+        walk(prov.model_dump() if hasattr(prov, "model_dump") else prov)  # type: ignore[union-attr]
+    known = set(builtin_names())
+    return {family_hash(load_task(n).source) for n in sorted(names & known)}
