@@ -48,9 +48,7 @@ def test_choose_fill_repair_cases_are_labelled_by_the_judge():
 
 def test_fill_answer_is_spliced_with_the_removed_lines_indent():
     task = load_task("row_max")
-    fill = next(
-        c for c in ladder_for_task(task, KERNEL, _judge, "heldout") if c.rung == "fill"
-    )
+    fill = next(c for c in ladder_for_task(task, KERNEL, _judge, "heldout") if c.rung == "fill")
     wanted = fill.choices[0].line
     kernel = splice_line(fill, f"```python\n{wanted.strip()}\n```")
     assert kernel is not None and kernel.strip() == KERNEL.split('"""', 2)[2].strip()

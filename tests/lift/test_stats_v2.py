@@ -5,6 +5,7 @@ import math
 import numpy as np
 
 from upskills.lift.stats import (
+    cluster_t_interval,
     holm,
     newcombe_paired,
     paired_lift,
@@ -67,12 +68,12 @@ def test_newcombe_interval_covers_at_least_nominal_by_simulation():
         assert cov >= 0.93, (n, p_ref, p_arm, cov)
 
 
-def test_clustered_bootstrap_covers_near_nominal_with_many_tasks():
-    rng = np.random.default_rng(7)
-    hits, trials = 0, 300
+def test_clustered_interval_covers_near_nominal_with_many_tasks():
+    rng = np.random.default_rng(1)
+    names = [str(i) for i in range(30)]
+    assert paired_lift(rng.normal(0.1, 0.3, size=30).tolist(), [0.0] * 30, names).method == "t"
+    hits, trials = 0, 2000
     for _ in range(trials):
-        diffs = rng.normal(0.1, 0.3, size=30)
-        lift = paired_lift(diffs.tolist(), [0.0] * 30, [str(i) for i in range(30)])
-        assert lift.method == "bootstrap"
-        hits += lift.ci_low <= 0.1 <= lift.ci_high
-    assert hits / trials >= 0.9
+        low, high = cluster_t_interval(rng.normal(0.1, 0.3, size=30), names)
+        hits += low <= 0.1 <= high
+    assert hits / trials >= 0.93

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import ast
 import hashlib
+from collections.abc import Sequence
 
 DTYPE_NAMES = frozenset(
     {
@@ -135,7 +136,7 @@ def family_hash(source: str) -> str:
     return hashlib.sha256(normalised_source(source).encode()).hexdigest()[:16]
 
 
-def pack_families(packs: list[object]) -> set[str]:
+def pack_families(packs: Sequence[object]) -> set[str]:
     """Family hashes of the tasks that fed skill packs (from their provenance's task names).
 
     A provenance task is resolved in the built-in suite by name; when its recorded

@@ -30,7 +30,7 @@ class LiftConfig(BaseModel):
     """Test case folders or YAML files."""
     samples: int = Field(default=3, ge=1)
     """Samples per student x arm x case."""
-    arms: list[str] = Field(default_factory=lambda: list(ARM_KINDS))
+    arms: list[str] = Field(default_factory=lambda: [k for k in ARM_KINDS if k != "off_topic"])
     """Arm kinds: baseline, inline, on_demand, placebo, off_topic, excerpt."""
     rungs: list[str] = Field(default_factory=lambda: ["choose", "fill", "repair", "write"])
     """Ladder rungs to run (cases of other rungs are skipped)."""

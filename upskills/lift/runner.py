@@ -174,6 +174,37 @@ def _token_counter(students: Sequence[Student], providers: dict[str, Any]) -> tu
     return estimate_tokens, "estimate:chars/4"
 
 
+def _check_arms(config: LiftConfig) -> None:
+    """Arm problems a user can hit, raised before any student loads."""
+    from upskills.lift.arms import ARM_KINDS
+
+    unknown = sorted(set(config.arms) - set(ARM_KINDS))
+    if unknown:
+        raise LiftError(f"unknown arm kind(s) {unknown}; choose from {', '.join(ARM_KINDS)}")
+    if "excerpt" in config.arms and not config.traces:
+        raise LiftError("the excerpt arm needs the skill's source traces: pass --traces DIR")
+    if "off_topic" in config.arms and not config.off_topic:
+        raise LiftError("the off_topic arm needs a real pack on another topic: pass --off-topic")
+
+
+def _case_families(cases: Sequence[Any]) -> dict[str, str]:
+    """Each case's family recomputed from its source; a disagreeing stored family is refused."""
+    from upskills.cases.family import family_hash
+
+    families: dict[str, str] = {}
+    for c in cases:
+        try:
+            families[c.id] = family_hash(c.task_source)
+        except SyntaxError:
+            families[c.id] = ""  # check_reference names the line
+        if c.family and c.family != families[c.id]:
+            raise LiftError(
+                f"case {c.id}: stored family {c.family} is not the family of its reference "
+                f"source ({families[c.id]}); the case was edited after it was built: rebuild it"
+            )
+    return families
+
+
 def _case_info(c: Any, fed: set[str], fed_families: set[str], family: str) -> CaseInfo:
     from upskills.cases.model import Choice
 
@@ -208,16 +239,9 @@ def prepare(config: LiftConfig) -> tuple[RunManifest, list[Student], dict[str, A
     Raises:
         LiftError: any invalid input, naming what and where.
     """
-    from upskills.cases.family import family_hash, pack_families
-    from upskills.lift.arms import ARM_KINDS
+    from upskills.cases.family import pack_families
 
-    unknown = sorted(set(config.arms) - set(ARM_KINDS))
-    if unknown:
-        raise LiftError(f"unknown arm kind(s) {unknown}; choose from {', '.join(ARM_KINDS)}")
-    if "excerpt" in config.arms and not config.traces:
-        raise LiftError("the excerpt arm needs the skill's source traces: pass --traces DIR")
-    if "off_topic" in config.arms and not config.off_topic:
-        raise LiftError("the off_topic arm needs a real pack on another topic: pass --off-topic")
+    _check_arms(config)
     trace_files = _collect_traces(config.traces)
     try:
         students = [load_student(s) for s in config.students]
@@ -246,17 +270,7 @@ def prepare(config: LiftConfig) -> tuple[RunManifest, list[Student], dict[str, A
         raise LiftError(f"no cases of rungs {config.rungs} in {', '.join(config.cases)}")
     fed = _fed_hashes(packs)
     fed_families = pack_families(packs)
-    families: dict[str, str] = {}
-    for c in cases:
-        try:
-            families[c.id] = family_hash(c.task_source)
-        except SyntaxError:
-            families[c.id] = ""  # check_reference below names the line
-        if c.family and c.family != families[c.id]:
-            raise LiftError(
-                f"case {c.id}: stored family {c.family} is not the family of its reference "
-                f"source ({families[c.id]}); the case was edited after it was built: rebuild it"
-            )
+    families = _case_families(cases)
     refused = [
         c.id
         for c in cases

@@ -45,13 +45,17 @@ def score_cached(model: Any, item: ScoreItem, device: str) -> list[float]:
     Returns:
         Summed log-probabilities, one per continuation.
     """
+    import inspect
+
     import torch
     from transformers import DynamicCache
 
+    # transformers >= 5.2x names the argument `cache`; older releases `past_key_values`
+    name = "cache" if "cache" in inspect.signature(model.forward).parameters else "past_key_values"
     ctx = torch.tensor([item.context], device=device)
     with torch.no_grad():
         cache = DynamicCache()
-        out = model(input_ids=ctx, past_key_values=cache, use_cache=True)
+        out = model(input_ids=ctx, use_cache=True, **{name: cache})
         last = out.logits[:, -1, :]
         scores: list[float] = []
         for cont in item.continuations:
@@ -59,7 +63,7 @@ def score_cached(model: Any, item: ScoreItem, device: str) -> list[float]:
                 scores.append(0.0)
                 continue
             ids = torch.tensor([cont], device=device)
-            step = model(input_ids=ids, past_key_values=cache, use_cache=True)
+            step = model(input_ids=ids, use_cache=True, **{name: cache})
             logits = torch.cat([last[:, None, :], step.logits[:, :-1, :]], dim=1)
             scores.append(float(_gather(torch, logits, ids).sum()))
             cache.crop(-len(cont))  # back to the context alone

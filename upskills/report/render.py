@@ -153,7 +153,7 @@ def render_markdown(report: Report) -> str:
     parts += [
         "Lifts are paired per-case differences in percentage points with 95% intervals: "
         "Newcombe's paired Wilson interval when each task has one case with a 0/1 outcome, "
-        "else a bootstrap clustered by task (10,000 resamples; flagged `bootstrap-few` under "
+        "else a t interval over task clusters (flagged `t-few` under "
         "10 tasks); no interval for one task. p: two-sided sign-flip permutation test, "
         "Holm-adjusted across all rows in parentheses. `chance` is a uniform guess "
         "(choose: correct candidates / k). pass@1 brackets: Wilson 95% interval over cases.",

@@ -227,12 +227,9 @@ def compute_report(
         subsets.append((f"split:{split}", {c.id for c in m.cases if c.split == split}))
     for tag in sorted({t for c in m.cases for t in c.tags}):
         subsets.append((f"tag:{tag}", {c.id for c in m.cases if tag in c.tags}))
-    rungs = sorted({c.rung for c in m.cases}, key=_RUNG_ORDER.index)
     for student in students:
         for spec in m.arms:
-            arms.append(_arm_stats(data, student, spec.name, timed))
-            if len(rungs) > 1 or rungs != ["write"]:
-                arms += [_arm_stats(data, student, spec.name, timed, r) for r in rungs]
+            arms += _arm_rows(data, student, spec.name, timed)
             for ref in _references(m, spec.name):
                 for metric in metrics:
                     for subset, ids in subsets if ref == "baseline" else subsets[:1]:
@@ -277,20 +274,7 @@ def compute_report(
                         regressions=reg,
                     )
                 )
-    adjusted = holm([row.lift.p_value for row in lifts])
-    for row, p in zip(lifts, adjusted, strict=True):
-        row.lift.p_holm = p
-    notes = _notes(data, timed) + _floor_notes(arms)
-    if any(row.lift.method == "bootstrap-few" for row in lifts):
-        notes.append(
-            "some lifts rest on fewer than 10 tasks with non-binary scores: their bootstrap "
-            "intervals are too narrow (method 'bootstrap-few')"
-        )
-    if lifts:
-        notes.append(
-            f"p-values are Holm-adjusted across the {len(lifts)} lift rows (p_holm); "
-            "unadjusted p-values answer one pre-chosen comparison only"
-        )
+    notes = _notes(data, timed) + _floor_notes(arms) + _adjust(lifts)
     gen_device = _generation_device(m)
     gpu = next((e.gpu for e in data.evaluations.values() if e.gpu), None)
     return Report(
@@ -310,6 +294,34 @@ def compute_report(
 
 
 _RUNG_ORDER = ["choose", "fill", "repair", "write"]
+
+
+def _arm_rows(data: RunData, student: str, arm: str, timed: bool) -> list[ArmStats]:
+    """An arm's row over all cases, then one per ladder rung (when the run has rungs)."""
+    rungs = sorted({c.rung for c in data.manifest.cases}, key=_RUNG_ORDER.index)
+    rows = [_arm_stats(data, student, arm, timed)]
+    if rungs != ["write"]:
+        rows += [_arm_stats(data, student, arm, timed, r) for r in rungs]
+    return rows
+
+
+def _adjust(lifts: list[LiftRow]) -> list[str]:
+    """Holm-adjust every row's p-value in place; the notes that go with it."""
+    adjusted = holm([row.lift.p_value for row in lifts])
+    for row, p in zip(lifts, adjusted, strict=True):
+        row.lift.p_holm = p
+    notes = []
+    if any(row.lift.method in ("bootstrap-few", "t-few") for row in lifts):
+        notes.append(
+            "some lifts rest on fewer than 10 tasks with non-binary scores: their intervals "
+            "lean on normality (method 't-few'/'bootstrap-few'); read them as rough"
+        )
+    if lifts:
+        notes.append(
+            f"p-values are Holm-adjusted across the {len(lifts)} lift rows (p_holm); "
+            "unadjusted p-values answer one pre-chosen comparison only"
+        )
+    return notes
 
 
 def _generation_device(manifest: RunManifest) -> str | None:
