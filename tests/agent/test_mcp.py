@@ -5,9 +5,13 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-import anyio
-from mcp import ClientSession
-from mcp.client.stdio import StdioServerParameters, stdio_client
+import pytest
+
+pytest.importorskip("mcp", reason="the mcp extra is not installed")
+
+import anyio  # noqa: E402
+from mcp import ClientSession  # noqa: E402
+from mcp.client.stdio import StdioServerParameters, stdio_client  # noqa: E402
 
 from upskills.trace import iter_trace_files, read_trace
 from upskills.trace.events import Note, RunEnd, RunStart, ToolResult

@@ -114,14 +114,18 @@ def test_distilled_cases_and_cli_check_with_known_good_kernel(tmp_path, row_sum)
     assert "train\trow_sum-ragged\t" + row_sum.hash in split
     cases = load_cases(suite)
     trained = [c for c in cases if c.split == "train"]
-    assert [c.id for c in trained] == ["row_sum", "row_sum-ragged"]
-    assert trained[1].known_good == ROW_SUM_MASKED
+    # the fp16 sibling is the same family (issue 11): train too, never held-out
+    ids = ["row_sum", "row_sum-ragged", "row_sum_fp16", "row_sum_fp16-ragged"]
+    assert [c.id for c in trained] == ids
+    assert trained[1].known_good == ROW_SUM_MASKED and trained[3].known_good is None
     assert all(c.known_good is None for c in cases if c.split == "heldout")
     run = CliRunner().invoke
     out = run(main, ["cases", "list", str(suite), "--split", "train"])
     assert out.exit_code == 0 and out.output.splitlines() == [
         "row_sum\ttrain\trow_sum\tmain,small,ragged",
         "row_sum-ragged\ttrain\trow_sum\tragged",
+        "row_sum_fp16\ttrain\trow_sum_fp16\tmain,small,ragged",
+        "row_sum_fp16-ragged\ttrain\trow_sum_fp16\tragged",
     ]
     out = run(main, ["cases", "show", "row_sum-ragged", str(suite), "--prompt"])
     assert out.output.startswith("Write a GPU kernel for the task below.")

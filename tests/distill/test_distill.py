@@ -89,17 +89,19 @@ def test_distill_writes_valid_packs_with_provenance(traces, tmp_path):
     assert mem.version == "1.0.0"
     assert mem.frontmatter["metadata"]["traces"] == "3"
     prov = mem.provenance
-    assert [t["trace_id"] for t in prov["traces"]] == [f"{i:032x}" for i in range(3)]
-    assert all(len(t["sha256"]) == 16 and t["file"].endswith(".jsonl") for t in prov["traces"])
-    assert prov["distiller"].startswith("upskills-distill ")
-    assert "distill_case" in prov["prompts"]
+    assert prov is not None
+    assert [t.trace_id for t in prov.traces] == [f"{i:032x}" for i in range(3)]
+    assert all(len(t.sha256) == 16 and t.file.endswith(".jsonl") for t in prov.traces)
+    assert prov.distiller.startswith("upskills-distill ")
+    assert "distill_case" in prov.prompts
     assert str(tmp_path) not in (mem.path / "references" / "provenance.json").read_text()
     pitfalls = mem.body.split("\n## Pitfalls")[1].split("\n## ")[0]
     assert "mismatch on ragged shapes -> fixed by mask ragged edges (3 traces)" in pitfalls
     assert "mask=cols < N" in pitfalls and f"`{0:032x}`" in pitfalls
     assert (mem.path / "scripts" / "row_sum_kernel.py").read_text().endswith(ROW_SUM_TUNED)
     tune = load_pack(tmp_path / "skills" / "gpu-launch-tuning")
-    assert "1.10x eager -> 1.90x eager (3 traces)" in tune.body
+    assert "### Launch configuration: 1.10x -> 1.90x eager, H200 (isolated)" in tune.body
+    assert "Final kernels using it" not in tune.body
 
 
 def test_budgets_hold(traces, tmp_path):
@@ -215,7 +217,7 @@ def test_failure_leaves_nothing_half_written(traces, tmp_path, monkeypatch):
     shutil.copy(traces / "t0.jsonl", traces / "t5.jsonl")  # same evidence twice would not bump
     _fix_trace(
         traces / "t6.jsonl",
-        load_pack(skills / "gpu-reductions").provenance["traces"][0]["task_hash"],
+        load_pack(skills / "gpu-reductions").provenance.traces[0].task_hash,
         "6" * 32,
     )
     calls = []
@@ -249,8 +251,9 @@ def test_teacher_rewrite_is_validated_and_falls_back(traces, tmp_path):
     assert r.warnings == []
     rewritten = load_pack(tmp_path / "t1" / "row-kernels")
     assert rewritten.body.startswith("# ") and "Concise guidance for row kernels." in rewritten.body
-    assert rewritten.provenance["teacher"] == f"mock/{script}"
-    assert "distill_rewrite" in rewritten.provenance["prompts"]
+    assert rewritten.provenance is not None
+    assert rewritten.provenance.teacher == f"mock/{script}"
+    assert "distill_rewrite" in rewritten.provenance.prompts
     bad = body.replace("mask=cols < N", "mask=cols <= N")  # a code block changed
     script.write_text(json.dumps([bad]))
     r = distill(

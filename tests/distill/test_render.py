@@ -2,6 +2,7 @@ from __future__ import annotations
 
 from upskills.distill.lessons import Effect, Lesson, LessonSource, Preconditions
 from upskills.distill.render import PackPlan, render_pack
+from upskills.skills.provenance import Provenance
 from upskills.skills.tokens import COMPACT_TOKEN_BUDGET, SKILL_TOKEN_BUDGET, estimate_tokens
 
 
@@ -30,7 +31,7 @@ def _lesson(i: int) -> Lesson:
 
 def test_budget_trims_skill_md_by_prevalence_and_keeps_everything_in_references():
     lessons = [_lesson(i) for i in range(60)]
-    plan = PackPlan("big-pack", "Big pack", "any", lessons, [], {"distiller": "x"})
+    plan = PackPlan("big-pack", "Big pack", "any", lessons, [], Provenance(distiller="x"))
     files = render_pack(plan, "1.0.0")
     assert estimate_tokens(files["SKILL.md"]) <= SKILL_TOKEN_BUDGET
     assert estimate_tokens(files["references/compact.md"]) <= COMPACT_TOKEN_BUDGET

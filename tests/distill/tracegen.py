@@ -188,3 +188,13 @@ def write_trace(
             )
         )
     return tid
+
+
+ROW_SUM_HINTED = ROW_SUM_MASKED.replace(
+    "        cols = start + tl.arange(0, BLOCK)",
+    "        cols = tl.max_contiguous(tl.multiple_of(start + tl.arange(0, BLOCK), BLOCK), BLOCK)",
+)
+"""The masked kernel with alignment/contiguity hints on its offsets (one change)."""
+
+ROW_SUM_HINTED_TUNED = ROW_SUM_HINTED.replace("BLOCK=128)", "BLOCK=128, num_warps=8)")
+"""Two separate changes from ``ROW_SUM_MASKED``: the hints and ``num_warps=8``."""

@@ -141,7 +141,8 @@ def cpu_verifier():
 
 
 def _cpu_trials(task_name: str) -> set[tuple[str, int]]:
-    variants = [v.name for v in load_task(task_name).all_variants() if v.cpu]
+    """(variant, trial index) of a CPU check: the CPU variants and one shape drawn at random."""
+    variants = [v.name for v in load_task(task_name).all_variants() if v.cpu] + ["random"]
     return {(v, s) for v in variants for s in range(CPU_OPTIONS.seeds)}
 
 
@@ -155,6 +156,7 @@ def test_good_kernel_passes_on_cpu(cpu_verifier: Verifier, path: Path) -> None:
     assert verdict.device == "cpu" and verdict.timing_status == "unavailable"
     trials = {(r.variant, r.seed) for r in verdict.variants}
     assert len(trials) == len(_cpu_trials(task_of(path))), trials
+    assert all(r.shape for r in verdict.variants if r.variant == "random")
     assert all(r.passed for r in verdict.variants)
     assert any(r.variant == "ragged" for r in verdict.variants), "the ragged variant must be run"
 

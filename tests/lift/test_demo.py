@@ -54,7 +54,8 @@ def test_demo_distills_runs_and_reports(tmp_path, replay_registered, lift_env):
     assert len(excerpt["source_traces"]) == 2 and len(excerpt["block"]) <= 4000
     assert [c["id"] for c in manifest["cases"]] == ["leaky_relu_scale-ragged", "relu-ragged"]
     assert all(c["split"] == "heldout" and c["task"] != "row_sum" for c in manifest["cases"])
-    assert (run / "report.md").is_file() and (run / "lift_ci.png").is_file()
+    assert (run / "report.md").is_file()
+    assert (run / "lift_ci.png").is_file() or "plots skipped" in result.output
     assert "upskills demo" in (run / "command.txt").read_text()
     relu = [a for a in summary["arms"] if a["kind"] == "inline"][0]
     assert relu["samples"] == 2  # one sample per case

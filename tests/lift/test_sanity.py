@@ -8,6 +8,7 @@ from upskills.lift.config import LiftConfig
 from upskills.lift.runner import run_lift
 from upskills.lift.store import EvaluationRecord, GenerationRecord, read_records
 from upskills.report import write_report
+from upskills.report.render import plots_available
 
 
 def test_replayed_known_kernels_score_exactly(lift_env, replay_registered, tmp_path):
@@ -64,8 +65,9 @@ def test_replayed_known_kernels_score_exactly(lift_env, replay_registered, tmp_p
     assert summary["splits"] == {"heldout": 2}
     md = (out / "report.md").read_text()
     assert "+100.0 pp [+100.0, +100.0]" in md
-    assert (out / "lift_ci.png").stat().st_size > 1000
-    assert (out / "speedups.png").stat().st_size > 1000
+    if plots_available():
+        assert (out / "lift_ci.png").stat().st_size > 1000
+        assert (out / "speedups.png").stat().st_size > 1000
     # placebo block matches the inline skill block's token count within 5%
     manifest = json.loads((out / "run.json").read_text())
     blocks = {a["kind"]: a["block_tokens"] for a in manifest["arms"]}

@@ -12,6 +12,8 @@ from upskills.lift.config import LiftConfig
 from upskills.lift.runner import run_lift
 from upskills.lift.store import GenerationRecord, read_records
 
+pytest.importorskip("openai", reason="the openai extra is not installed")
+
 REPO = Path(__file__).resolve().parents[2]
 
 

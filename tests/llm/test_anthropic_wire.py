@@ -7,6 +7,8 @@ import pytest
 from upskills.llm import get_provider
 from upskills.llm.base import GenParams, Message, ProviderError, RetryPolicy, ToolSpec
 
+pytest.importorskip("anthropic", reason="the anthropic extra is not installed")
+
 KEY = "sk-ant-test-SECRET-0123456789"
 CHECK = ToolSpec(
     name="check",

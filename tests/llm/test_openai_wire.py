@@ -10,6 +10,8 @@ from upskills.llm import get_provider
 from upskills.llm.base import GenParams, Message, ProviderError, ToolSpec
 from upskills.llm.openai_api import PLACEHOLDER_KEY, parse_arguments
 
+pytest.importorskip("openai", reason="the openai extra is not installed")
+
 KEY = "sk-proj-test-SECRET-9876543210"
 WRITE = ToolSpec(
     name="write_kernel",

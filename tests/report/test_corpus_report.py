@@ -4,7 +4,7 @@ import pytest
 from click.testing import CliRunner
 
 from upskills._cli.main import main
-from upskills.report.corpus import build_corpus_report, summarize_trace, task_work
+from upskills.report.corpus import build_corpus_report, task_work, trace_row
 from upskills.tasks import load_task
 from upskills.trace import TraceWriter, read_trace
 from upskills.trace.events import Note, RunEnd, RunStart, ToolCall, ToolResult
@@ -108,7 +108,7 @@ def test_task_work_falls_back_to_cpu_without_a_meta_kernel():
 
 
 def test_row_numbers_match_hand_computation(tmp_path):
-    row = summarize_trace(read_trace(_vector_add_trace(tmp_path / "va.jsonl")))
+    row = trace_row(read_trace(_vector_add_trace(tmp_path / "va.jsonl")))
     assert row.attempts == 3
     assert row.history == ["FAIL mismatch", "PASS 1.20x", "PASS 2.40x"]
     assert row.repaired_failures == 1
@@ -128,7 +128,7 @@ def test_without_submit_the_fastest_passing_kernel_is_final(tmp_path):
         ("check", "c", _verdict(t, "c", ErrorClass.COMPILE)),
     ]
     path = _trace(tmp_path / "g.jsonl", "gemm_fp16", steps, end="budget", task_hash="stale")
-    row = summarize_trace(read_trace(path), peak_tflops=1000.0)
+    row = trace_row(read_trace(path), peak_tflops=1000.0)
     assert row.history == ["PASS 0.95x", "PASS 0.47x", "FAIL compile"]
     assert row.repaired_failures == 0 and row.outcome == "budget"
     assert (row.final_kernel, row.final_from) == ("a", "best")

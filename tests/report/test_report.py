@@ -6,7 +6,9 @@ import pytest
 from click.testing import CliRunner
 
 from tests.report.conftest import OUTCOMES, write_run
+from upskills._cli.main import main
 from upskills.report import write_report
+from upskills.report.render import plots_available
 
 
 def _lift(report, arm, reference="baseline", metric="pass_1", subset="all"):
@@ -58,8 +60,24 @@ def test_files_hold_the_numbers(tmp_path):
     assert "+33.3 pp [-33.3, +66.7]" in md  # the lift, always with its interval
     assert "| s | skill@1.0.0 | heldout | 3 | 9/9 | 77.8% | 100.0% | 44.4% | 1.49x |" in md
     assert "heldout: 3 cases" in md
-    for png in ("lift_ci.png", "speedups.png"):
-        assert (run / png).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    if plots_available():
+        for png in ("lift_ci.png", "speedups.png"):
+            assert (run / png).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_without_matplotlib_the_report_says_plots_were_skipped(tmp_path, monkeypatch):
+    from upskills.report import render
+
+    monkeypatch.setattr(render, "plots_available", lambda: False)
+    run = write_run(tmp_path / "run")
+    res = CliRunner().invoke(main, ["report", str(run)])
+    assert res.exit_code == 0, res.output
+    assert render.PLOTS_SKIPPED in res.output and "and plots" not in res.output
+    assert not list(run.glob("*.png"))
+    md = (run / "report.md").read_text()
+    assert render.PLOTS_SKIPPED in md and "## Plots" not in md
+    res = CliRunner().invoke(main, ["report", str(run), "--json"])
+    assert json.loads(res.output)["notes"][-1] == render.PLOTS_SKIPPED
 
 
 def test_pending_and_cpu_notes(tmp_path):

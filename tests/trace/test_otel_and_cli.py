@@ -29,7 +29,9 @@ def test_otel_spans_nest_and_carry_genai_attributes(sample_trace: Path) -> None:
     tools = [s for s in children if s["name"].startswith("execute_tool")]
     assert len(chats) == 2 and len(tools) == 2
     a = _attrs(chats[0])
-    assert a["gen_ai.operation.name"] == "chat" and a["gen_ai.usage.input_tokens"] == "100"
+    assert a["gen_ai.operation.name"] == "chat"
+    # OTel input tokens include the cached ones (100 uncached + 5 read from cache).
+    assert a["gen_ai.usage.input_tokens"] == "105"
     t = _attrs(tools[0])
     assert t["gen_ai.tool.name"] == "check" and t["upskills.verdict.passed"] is False
     assert int(chats[0]["endTimeUnixNano"]) - int(chats[0]["startTimeUnixNano"]) == 500_000_000
@@ -76,3 +78,24 @@ def test_show_says_when_a_run_was_interrupted(sample_trace: Path) -> None:
     sample_trace.write_text("\n".join(lines) + "\n")
     res = CliRunner().invoke(main, ["traces", "show", str(sample_trace)])
     assert res.exit_code == 0 and "no run_end" in res.output
+
+
+def test_tables_keep_long_names_when_stdout_is_not_a_terminal(tmp_path: Path) -> None:
+    from tests.trace.conftest import write_sample_trace
+
+    long_name = "fused_bias_gelu_fp16_ragged_rows_with_a_name_far_wider_than_eighty_columns"
+    path = tmp_path / f"{long_name}.jsonl"
+    write_sample_trace(path)
+    path.write_text(path.read_text().replace('"task":"row_sum"', f'"task":"{long_name}"'))
+    for cmd in (["traces", "stats", str(path)], ["traces", "list", str(path)]):
+        res = CliRunner().invoke(main, cmd, env={"COLUMNS": None})
+        assert res.exit_code == 0, res.output
+        # Neither truncated ("...") nor folded over lines: the whole name is on one line.
+        assert any(long_name in line for line in res.output.splitlines()), res.output
+
+
+def test_list_has_json(sample_trace: Path) -> None:
+    res = CliRunner().invoke(main, ["traces", "list", str(sample_trace), "--json"])
+    assert res.exit_code == 0, res.output
+    row = json.loads(res.output.splitlines()[0])
+    assert row["task"] == "row_sum" and row["outcome"] == "solved" and row["events"] == 9

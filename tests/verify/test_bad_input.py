@@ -100,12 +100,12 @@ def test_abort_is_a_crash(cpu_verifier, add_task):
 
 
 def test_segfault_is_a_crash(cpu_verifier, add_task):
-    bad = GOOD_ADD.replace("import torch\n", "import ctypes\nimport torch\n", 1).replace(
-        "n = x.numel()", "n = x.numel()\n        ctypes.string_at(0)"
+    bad = GOOD_ADD.replace("import torch\n", "import faulthandler\nimport torch\n", 1).replace(
+        "n = x.numel()", "n = x.numel()\n        faulthandler._sigsegv()"
     )
     v = cpu_verifier.check(add_task, bad)
     assert v.error_class == ErrorClass.CRASH
-    assert "SIGSEGV" in v.message and f"candidate.py:{line_of(bad, 'string_at')}" in v.message
+    assert "SIGSEGV" in v.message and f"candidate.py:{line_of(bad, '_sigsegv')}" in v.message
     assert_still_good(cpu_verifier, add_task)
 
 
@@ -127,7 +127,7 @@ def test_output_on_wrong_dtype_and_shape(cpu_verifier, add_task):
     v = cpu_verifier.check(add_task, GOOD_ADD.replace("return out", "return out.double()"))
     assert v.error_class == ErrorClass.DTYPE
     v = cpu_verifier.check(add_task, GOOD_ADD.replace("return out", "return out[:-1]"))
-    assert v.error_class == ErrorClass.SHAPE and "variant 'small' seed 0" in v.message
+    assert v.error_class == ErrorClass.SHAPE and "variant 'small' seed" in v.message
 
 
 def test_wrong_values_are_a_mismatch_with_errors_reported(cpu_verifier, add_task):

@@ -1,8 +1,10 @@
-"""``upskills cases list|show|check``."""
+"""``upskills cases list|show|check|ladder``."""
 
 from __future__ import annotations
 
 import click
+
+from upskills._cli.executor_options import executor_config, executor_options, start_executor
 
 _DIR = click.argument("path", default="testcases", type=click.Path())
 
@@ -61,26 +63,41 @@ def show(case_id: str, path: str, prompt_only: bool) -> None:
     type=click.Path(exists=True, file_okay=False),
     help="A folder of known-good kernels named <task>.py, used where present.",
 )
+@click.option("--workers", type=click.IntRange(min=1), default=None, help="Workers or actors.")
+@executor_options
 def check(
-    path: str, case_ids: tuple[str, ...], device: str, kernel: str | None, kernels_dir: str | None
+    path: str,
+    case_ids: tuple[str, ...],
+    device: str,
+    kernel: str | None,
+    kernels_dir: str | None,
+    workers: int | None,
+    executor: str,
+    ray_address: str | None,
 ) -> None:
-    """Prove each case under PATH solvable (known-good kernel, else the reference runs)."""
+    """Prove each case under PATH solvable (known-good kernel, else the reference runs).
+
+    Known-good kernels are judged on the executor (``--executor ray`` spreads them over a
+    cluster); results print as they complete.
+    """
     from pathlib import Path
 
-    from upskills.cases.check import check_case
+    from upskills.cases.check import check_cases
+    from upskills.core.device import resolve_device as device_kind
 
+    config = executor_config(executor, ray_address, workers)
     cases = [c for c in _load(path) if not case_ids or c.id in case_ids]
     if kernel and len(cases) != 1:
         raise click.ClickException("--kernel needs exactly one case (use --case ID)")
-    failed = 0
+    kernels: dict[str, str | Path] = {}
     for case in cases:
         own = Path(kernels_dir) / f"{case.task}.py" if kernels_dir else None
         chosen = kernel or (own if own is not None and own.is_file() else None)
-        result = check_case(case, device=device, kernel=chosen)
-        failed += not result.passed
-        click.echo(
-            f"{'ok' if result.passed else 'FAIL'}\t{case.id}\t{result.method}\t{result.message}"
-        )
+        if chosen is not None:
+            kernels[case.id] = chosen
+    with start_executor(config, device_kind(device)) as ex:
+        results = list(_echo_each(check_cases(cases, ex, kernels)))
+    failed = sum(not r.passed for r in results)
     if failed:
         raise click.ClickException(f"{failed} of {len(cases)} case(s) failed")
 
@@ -148,3 +165,11 @@ def ladder(
     for case in cases:
         rungs[f"{case.rung}/{case.split}"] = rungs.get(f"{case.rung}/{case.split}", 0) + 1
     click.echo(" ".join(f"{k}={v}" for k, v in sorted(rungs.items())))
+
+
+def _echo_each(results):  # noqa: ANN001, ANN202 - CaseChecks, passed through
+    for result in results:
+        click.echo(
+            f"{'ok' if result.passed else 'FAIL'}\t{result.case}\t{result.method}\t{result.message}"
+        )
+        yield result

@@ -37,7 +37,7 @@ def cli(
     seed: int,
 ) -> None:
     """Distill the shipped traces, measure the skill's lift on SmolLM2-135M, write the report."""
-    from upskills.lift.demo import DemoOptions, run_demo
+    from upskills.demo import DemoOptions, run_demo
     from upskills.lift.runner import LiftError
     from upskills.report import write_report
     from upskills.report.render import print_table

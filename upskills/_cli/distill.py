@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import click
 
 
@@ -50,6 +52,24 @@ import click
     metavar="PROVIDER/MODEL",
     help="A model that rewrites the prose from the same evidence.",
 )
+@click.option(
+    "--ablate",
+    is_flag=True,
+    help="Split multi-change perf diffs and judge each change alone (time them on --device cuda).",
+)
+@click.option(
+    "--device",
+    default="cpu",
+    show_default=True,
+    help="Device of the ablation verifier (cuda times; cpu checks correctness only).",
+)
+@click.option(
+    "--ablation-cache",
+    type=click.Path(),
+    default=None,
+    help="JSONL of ablation measurements, read and appended to (resumable) "
+    "[default with --ablate: <skills-dir>/.ablations.jsonl].",
+)
 def cli(
     traces: tuple[str, ...],
     skills_dir: str,
@@ -61,6 +81,9 @@ def cli(
     min_speedup: float | None,
     min_prevalence: int,
     teacher: str | None,
+    ablate: bool,
+    device: str,
+    ablation_cache: str | None,
 ) -> None:
     """Distill TRACES (files or folders of .jsonl) into skill packs and test cases."""
     from upskills.distill import DistillConfig, DistillError, distill
@@ -72,6 +95,10 @@ def cli(
         min_prevalence=min_prevalence,
         teacher=teacher,
         suite=suite,
+        ablate=ablate,
+        device=device,
+        ablation_cache=ablation_cache
+        or (str(Path(skills_dir) / ".ablations.jsonl") if ablate else None),
     )
     try:
         result = distill(traces, skills_dir, None if no_cases else cases_dir, config)
@@ -85,6 +112,9 @@ def cli(
         f"{result.traces_read} traces read, {result.traces_selected} selected, "
         f"{result.lessons} lessons, {result.seconds:.1f}s"
     )
+    if result.ablations:
+        counts = ", ".join(f"{n} {k}" for k, n in result.ablations.items())
+        click.echo(f"multi-change perf episodes: {counts}")
     for pack in result.packs:
         click.echo(f"  {pack.name}@{pack.version} ({pack.change}) {pack.path}")
     if result.cases:

@@ -16,6 +16,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "session": ("upskills._cli.session", "Drive a traced session as an external teacher."),
     "mcp": ("upskills._cli.mcp", "Serve the teacher tools over MCP (stdio)."),
     "distill": ("upskills._cli.distill", "Distill traces into skill packs and test cases."),
+    "refine": ("upskills._cli.refine", "Refine a skill pack from its students' failures."),
     "skills": ("upskills._cli.skills", "List, show, validate, diff and install skill packs."),
     "cases": ("upskills._cli.cases", "List, show and check test cases."),
     "lift": ("upskills._cli.lift", "Measure the lift of skills on student models."),

@@ -7,6 +7,8 @@ from pathlib import Path
 
 import click
 
+from upskills.trace.events import RunOutcome
+
 DIR = click.Path(file_okay=False, path_type=Path)
 
 
@@ -120,7 +122,7 @@ def note(folder: Path, text: str, kind: str) -> None:
 @click.argument("folder", type=DIR)
 @click.option(
     "--outcome",
-    type=click.Choice(["solved", "unsolved", "error", "budget", "aborted"]),
+    type=click.Choice([o.value for o in RunOutcome]),
     default=None,
     help="Default: solved if the last submit passed, else unsolved.",
 )
@@ -130,7 +132,7 @@ def end(folder: Path, outcome: str | None, message: str) -> None:
     from upskills.agent.session import Session, SessionError
 
     try:
-        event = Session.open(folder).end(outcome, message)  # type: ignore[arg-type]
+        event = Session.open(folder).end(outcome, message)
     except SessionError as exc:
         raise click.ClickException(str(exc)) from exc
     best = event.best_kernel_hash or "none"

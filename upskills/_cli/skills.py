@@ -21,8 +21,11 @@ def cli() -> None:
 @cli.command("list")
 @_DIR
 @click.option("--versions", "all_versions", is_flag=True, help="Also list stored versions.")
-def list_(skills_dir: str, all_versions: bool) -> None:
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object per pack.")
+def list_(skills_dir: str, all_versions: bool, as_json: bool) -> None:
     """List the packs in the skills folder."""
+    import json
+
     from upskills.skills.pack import PackError, load_packs, versions
 
     try:
@@ -30,6 +33,17 @@ def list_(skills_dir: str, all_versions: bool) -> None:
     except PackError as exc:
         raise click.ClickException(str(exc)) from exc
     for pack in packs:
+        if as_json:
+            row: dict[str, object] = {
+                "name": pack.name,
+                "version": pack.version,
+                "description": pack.description,
+                "path": str(pack.path),
+            }
+            if all_versions:
+                row["versions"] = versions(pack.name, skills_dir)
+            click.echo(json.dumps(row))
+            continue
         click.echo(f"{pack.name}@{pack.version}\t{pack.description}")
         if all_versions:
             click.echo("  versions: " + ", ".join(versions(pack.name, skills_dir)))

@@ -6,10 +6,10 @@ import json
 from pathlib import Path
 
 import click
-from rich.console import Console
 from rich.syntax import Syntax
 from rich.table import Table
 
+from upskills.core.console import make_console
 from upskills.tasks import CATEGORIES, Task, TaskError, builtin_tasks, load_folder, load_task
 from upskills.tasks.source import NOT_LITERAL, inspect_source
 
@@ -71,7 +71,7 @@ def list_cmd(as_json: bool, folder: Path | None, tags: tuple[str, ...]) -> None:
         table.add_row(
             t.name, ", ".join(t.tags), ", ".join(t.dtypes), _variant_summary(t), t.statement
         )
-    console = Console()
+    console = make_console()
     console.print(table)
     console.print("variants: * timed on GPU (main), ~ ragged sizes, ! GPU only", style="dim")
 
@@ -92,7 +92,7 @@ def show_cmd(name: str, as_json: bool) -> None:
     if as_json:
         click.echo(json.dumps(_task_json(task, with_source=True), indent=2))
         return
-    console = Console()
+    console = make_console()
     console.print(f"[bold]{task.name}[/]  {task.statement}")
     console.print(f"tags: {', '.join(task.tags) or '-'}   dtypes: {', '.join(task.dtypes)}")
     console.print(f"origin: {task.origin}   hash: {task.hash}")

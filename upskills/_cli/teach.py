@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 import signal
 import threading
@@ -9,6 +10,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import click
+
+from upskills._cli.executor_options import executor_config, executor_options
 
 
 def _default_out(teacher: str) -> Path:
@@ -54,6 +57,8 @@ def _default_out(teacher: str) -> Path:
 )
 @click.option("--retry-errors", is_flag=True, help="Run again tasks whose trace ended in error.")
 @click.option("--no-progress", is_flag=True, help="No progress bar.")
+@click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON lines.")
+@executor_options
 def cli(
     tasks: tuple[str, ...],
     teacher: str,
@@ -70,13 +75,18 @@ def cli(
     skills_mode: str,
     retry_errors: bool,
     no_progress: bool,
+    as_json: bool,
+    executor: str,
+    ray_address: str | None,
 ) -> None:
     """Run a teacher model on TASKS (built-in names or KernelBench .py files), writing traces."""
     from upskills.agent.config import AgentConfig
     from upskills.agent.teach import teach
+    from upskills.executor import ExecutorError
     from upskills.llm.base import GenParams, ProviderError
     from upskills.tasks import TaskError
 
+    on = executor_config(executor, ray_address)
     out = out or _default_out(teacher)
     packs = []
     if skill_refs:
@@ -98,32 +108,46 @@ def cli(
     main_thread = threading.current_thread() is threading.main_thread()
     previous = signal.signal(signal.SIGTERM, _interrupt) if main_thread else None
     try:  # SIGTERM ends the current task's trace as "aborted", like Ctrl-C
-        paths = teach(
-            list(tasks),
-            teacher,
-            out,
-            config,
-            provider_options=options,
-            skills=packs,
-            progress=not no_progress,
-            retry_errors=retry_errors,
-        )
-    except (ProviderError, TaskError, FileNotFoundError, ValueError) as exc:
+        if on.name == "ray":  # tasks in parallel, one GPU each
+            from upskills.executor.teach_ray import teach_on_ray
+
+            paths = teach_on_ray(
+                list(tasks),
+                teacher,
+                out,
+                config,
+                provider_options=options,
+                skills=packs,
+                retry_errors=retry_errors,
+                address=on.ray_address,
+            )
+        else:
+            paths = teach(
+                list(tasks),
+                teacher,
+                out,
+                config,
+                provider_options=options,
+                skills=packs,
+                progress=not no_progress,
+                retry_errors=retry_errors,
+            )
+    except (ProviderError, TaskError, FileNotFoundError, ValueError, ExecutorError) as exc:
         raise click.ClickException(str(exc)) from exc
     finally:
         if main_thread:
             signal.signal(signal.SIGTERM, previous)
-    _summary(paths)
+    _summary(paths, as_json)
 
 
 def _interrupt(signum: int, frame: object) -> None:
     raise KeyboardInterrupt(f"signal {signum}")
 
 
-def _summary(paths: list[Path]) -> None:
-    from rich.console import Console
+def _summary(paths: list[Path], as_json: bool = False) -> None:
     from rich.table import Table
 
+    from upskills.core.console import make_console
     from upskills.trace import read_trace
 
     table = Table(title="teach")
@@ -131,6 +155,12 @@ def _summary(paths: list[Path]) -> None:
         table.add_column(col, overflow="fold")
     for path in paths:
         end = read_trace(path).end if path.exists() else None
+        if as_json:
+            row = {"task": path.stem, "trace": str(path), "outcome": end.outcome if end else None,
+                   "totals": end.totals.model_dump() if end else None,
+                   "best_speedup": end.best_speedup if end else None}  # fmt: skip
+            click.echo(json.dumps(row))
+            continue
         if end is None:
             table.add_row(path.stem, "missing", "", "", "", "", str(path))
             continue
@@ -145,4 +175,5 @@ def _summary(paths: list[Path]) -> None:
             speed,
             str(path),
         )
-    Console().print(table)
+    if not as_json:
+        make_console().print(table)

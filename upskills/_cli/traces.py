@@ -10,11 +10,17 @@ import click
 from rich.console import Console
 from rich.table import Table
 
+from upskills.core.console import make_console
 from upskills.trace import TraceFormatError, iter_trace_files, read_trace, trace_stats
 from upskills.trace.events import ModelCall, Note, RunEnd, RunStart, ToolCall, ToolResult
 
-_console = Console()
-_err = Console(stderr=True)
+
+def _out() -> Console:
+    return make_console()
+
+
+def _err() -> Console:
+    return make_console(stderr=True)
 
 
 def _files(paths: tuple[str, ...]) -> list[Path]:
@@ -35,7 +41,7 @@ def _read(path: Path, strict: bool):
     except TraceFormatError as exc:
         raise click.ClickException(str(exc)) from exc
     for err in trace.errors:
-        _err.print(f"[yellow]skipped[/] {err}")
+        _err().print(f"[yellow]skipped[/] {err}")
     return trace
 
 
@@ -47,12 +53,18 @@ def cli() -> None:
 @cli.command("list")
 @click.argument("paths", nargs=-1)
 @click.option("--strict", is_flag=True, help="Stop at the first malformed line.")
-def list_cmd(paths: tuple[str, ...], strict: bool) -> None:
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object per trace.")
+def list_cmd(paths: tuple[str, ...], strict: bool, as_json: bool) -> None:
     """List trace files with task, agent, outcome and best speedup."""
     table = Table("trace", "task", "agent", "events", "outcome", "best speedup")
     for f in _files(paths):
         t = _read(f, strict)
         st = trace_stats(t)
+        if as_json:
+            row = {"path": str(f), "task": st.task, "agent": st.agent, "events": len(t.events),
+                   "outcome": st.outcome, "best_speedup": st.best_speedup}  # fmt: skip
+            click.echo(json.dumps(row))
+            continue
         sp = f"{st.best_speedup:.2f}x" if st.best_speedup else "-"
         table.add_row(
             str(f),
@@ -62,7 +74,8 @@ def list_cmd(paths: tuple[str, ...], strict: bool) -> None:
             st.outcome or "[red]no run_end[/]",
             sp,
         )
-    _console.print(table)
+    if not as_json:
+        _out().print(table)
 
 
 def _show_line(e) -> str:  # noqa: C901 - one branch per event kind
@@ -107,13 +120,14 @@ def _show_line(e) -> str:  # noqa: C901 - one branch per event kind
 def show_cmd(path: str, strict: bool, as_json: bool) -> None:
     """Show a trace, event by event."""
     trace = _read(Path(path), strict)
+    out = _out()
     for e in trace.events:
         if as_json:
             click.echo(e.model_dump_json(by_alias=True))
         else:
-            _console.print(f"{e.ts[11:23]} {_show_line(e)}", highlight=False, markup=True)
+            out.print(f"{e.ts[11:23]} {_show_line(e)}", highlight=False, markup=True)
     if trace.end is None and not as_json:
-        _console.print("[red]no run_end: the run was interrupted (the prefix above is valid)[/]")
+        _out().print("[red]no run_end: the run was interrupted (the prefix above is valid)[/]")
 
 
 @cli.command("stats")
@@ -169,8 +183,8 @@ def stats_cmd(paths: tuple[str, ...], strict: bool, as_json: bool) -> None:
             sp,
             s.gpu or "-",
         )
-    _console.print(table)
-    _console.print(" ".join(f"{k}={v}" for k, v in totals.items()))
+    _out().print(table)
+    _out().print(" ".join(f"{k}={v}" for k, v in totals.items()))
 
 
 @cli.command("export")
@@ -185,7 +199,7 @@ def export_cmd(paths: tuple[str, ...], fmt: str, out: str | None) -> None:
     text = json.dumps(doc, indent=1)
     if out:
         Path(out).write_text(text + "\n", encoding="utf-8")
-        _err.print(f"wrote {out}")
+        _err().print(f"wrote {out}")
     else:
         sys.stdout.write(text + "\n")
 
@@ -235,8 +249,8 @@ def report_cmd(
     except ValueError as exc:
         raise click.ClickException(str(exc)) from exc
     t = rep.totals
-    _err.print(f"wrote {out}" + (f" and {json_out}" if json_out else ""))
-    _console.print(
+    _err().print(f"wrote {out}" + (f" and {json_out}" if json_out else ""))
+    _out().print(
         f"{t['solved']}/{t['tasks']} solved, {t['at_least_eager']} at least as fast as eager, "
         f"{len(rep.shortfalls)} shortfalls",
         highlight=False,
@@ -249,11 +263,15 @@ def import_group() -> None:
 
 
 @import_group.command("claude-code")
-@click.argument("source", type=click.Path(exists=True, dir_okay=False))
+@click.argument("source", type=click.Path(exists=True))
 @click.option("--out", type=click.Path(dir_okay=False), required=True, help="Trace file to write.")
 @click.option("--task", default="unknown", show_default=True, help="Task the session worked on.")
 def import_claude_code_cmd(source: str, out: str, task: str) -> None:
-    """Import a Claude Code session log (tool_use/tool_result blocks become trace events)."""
+    """Import a Claude Code session: a SESSION.jsonl file or its session folder.
+
+    Subagent transcripts (``SESSION/subagents/agent-*.jsonl``) become child spans; malformed
+    rows are skipped with a warning naming their file and line.
+    """
     from upskills.trace.importers.claude_code import import_claude_code
 
     task_hash = ""
@@ -265,8 +283,9 @@ def import_claude_code_cmd(source: str, out: str, task: str) -> None:
         task_hash = ""
     try:
         res = import_claude_code(source, out, task=task, task_hash=task_hash)
-    except FileExistsError as exc:
+    except (FileExistsError, FileNotFoundError) as exc:
         raise click.ClickException(str(exc)) from exc
     for err in res.skipped:
-        _err.print(f"[yellow]skipped[/] {err}")
-    _console.print(f"wrote {res.events} events to {res.path}")
+        _err().print(f"[yellow]warning: skipped[/] {err}", highlight=False, soft_wrap=True)
+    subs = f" ({res.subagents} subagents)" if res.subagents else ""
+    _out().print(f"wrote {res.events} events to {res.path}{subs}", soft_wrap=True)

@@ -4,11 +4,19 @@ Importing this package loads no torch, triton or model SDK; the verifier and pro
 when a tool or a model is first used.
 """
 
-from upskills.agent.config import AgentConfig
-from upskills.agent.loop import extract_code_block, run_agent
-from upskills.agent.session import Session, SessionError, SessionState
-from upskills.agent.teach import teach
-from upskills.agent.toolbox import KernelToolbox, ToolOutcome, kernel_hash, summarize_verdict
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from upskills._lazy import lazy_face
+
+if TYPE_CHECKING:
+    from upskills.agent.config import AgentConfig
+    from upskills.agent.loop import extract_code_block, run_agent
+    from upskills.agent.session import Session, SessionError, SessionState
+    from upskills.agent.teach import teach
+    from upskills.agent.toolbox import KernelToolbox, ToolOutcome, summarize_verdict
+    from upskills.core.hashing import kernel_hash
 
 __all__ = [
     "AgentConfig",
@@ -23,3 +31,20 @@ __all__ = [
     "summarize_verdict",
     "teach",
 ]
+
+__getattr__, __dir__ = lazy_face(
+    __name__,
+    {
+        "AgentConfig": "upskills.agent.config",
+        "extract_code_block": "upskills.agent.loop",
+        "run_agent": "upskills.agent.loop",
+        "Session": "upskills.agent.session",
+        "SessionError": "upskills.agent.session",
+        "SessionState": "upskills.agent.session",
+        "teach": "upskills.agent.teach",
+        "KernelToolbox": "upskills.agent.toolbox",
+        "ToolOutcome": "upskills.agent.toolbox",
+        "kernel_hash": "upskills.core.hashing",
+        "summarize_verdict": "upskills.agent.toolbox",
+    },
+)

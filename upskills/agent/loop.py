@@ -14,21 +14,26 @@ kernel (a model that stops using tools is taken to be done).
 
 from __future__ import annotations
 
-import re
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from upskills.agent.config import AgentConfig
 from upskills.agent.environment import hardware, run_environment
 from upskills.agent.prompt import build_prompts
 from upskills.agent.recording import BestKernel, record_tool
 from upskills.agent.toolbox import KernelToolbox, ToolOutcome
+from upskills.core.markdown import extract_kernel
 from upskills.tasks.model import Task
-from upskills.trace.events import ModelCall, Note, RunEnd, RunStart, Totals
+from upskills.trace.events import ModelCall, Note, RunEnd, RunOutcome, RunStart, Totals
 
-_FENCE = re.compile(r"```[ \t]*(?:python|py|python3)?[ \t]*\n(.*?)```", re.DOTALL)
+if TYPE_CHECKING:
+    from upskills.llm.base import Message, ModelResponse, Provider
+    from upskills.skills.pack import SkillPack
+    from upskills.trace.writer import TraceWriter
+    from upskills.verify.options import CheckOptions
+    from upskills.verify.verifier import Verifier
 
 FALLBACK_TEXT = (
     "Your reply had no tool call, so its python code block was checked as your kernel:\n\n"
@@ -47,15 +52,11 @@ BUDGET_TEXT = (
 
 
 def extract_code_block(text: str) -> str | None:
-    """The fenced python block of a reply: the last one defining ModelNew, else the last one."""
-    blocks = [b for b in _FENCE.findall(text or "") if b.strip()]
-    if not blocks:
-        return None
-    with_model = [b for b in blocks if "ModelNew" in b]
-    return (with_model or blocks)[-1]
+    """The kernel in a reply, by the one rule students share (``core.markdown.extract_kernel``)."""
+    return extract_kernel(text)
 
 
-def check_options(config: AgentConfig) -> Any:
+def check_options(config: AgentConfig) -> CheckOptions:
     """The verifier options implied by a config (imported lazily from ``upskills.verify``)."""
     from upskills.verify import CheckOptions
 
@@ -69,12 +70,12 @@ def check_options(config: AgentConfig) -> Any:
 
 def run_agent(
     task: Task | str,
-    provider: Any,
+    provider: Provider,
     config: AgentConfig | None,
     trace_path: str | Path,
-    skills: Sequence[Any] = (),
+    skills: Sequence[SkillPack] = (),
     *,
-    verifier: Any = None,
+    verifier: Verifier | None = None,
 ) -> RunEnd:
     """Run one agent on one task, writing its trace.
 
@@ -141,17 +142,22 @@ def run_agent(
         try:
             return run.execute(prompts.system, prompts.task)
         except KeyboardInterrupt:
-            run.end("aborted", "interrupted")
+            run.end(RunOutcome.ABORTED, "interrupted")
             raise
         except Exception as exc:  # noqa: BLE001 - any failure ends this run, recorded
-            return run.end("error", f"{type(exc).__name__}: {exc}")
+            return run.end(RunOutcome.ERROR, f"{type(exc).__name__}: {exc}")
 
 
 class _Run:
     """State of one run: messages, totals, best kernel."""
 
     def __init__(
-        self, task: Task, provider: Any, config: AgentConfig, writer: Any, toolbox: KernelToolbox
+        self,
+        task: Task,
+        provider: Provider,
+        config: AgentConfig,
+        writer: TraceWriter,
+        toolbox: KernelToolbox,
     ):
         from upskills.llm.base import Message
 
@@ -174,7 +180,7 @@ class _Run:
         while True:
             reason = self.budget_exhausted()
             if reason:
-                return self.end("budget", reason)
+                return self.end(RunOutcome.BUDGET, reason)
             self.warn_budget(messages)
             response, call_span = self.generate(messages)
             messages.append(
@@ -215,7 +221,7 @@ class _Run:
             nudge = NUDGE_TEXT + (f"\nProblems with your reply:{problems}" if problems else "")
             messages.append(msg(role="user", content=nudge))
 
-    def warn_budget(self, messages: list[Any]) -> None:
+    def warn_budget(self, messages: list[Message]) -> None:
         """Tell the model, in the turn about to be sent, when two calls or fewer are left."""
         left = self.config.max_turns - self.totals.turns
         if left <= 2 and messages[-1].role in ("tool", "user"):
@@ -235,7 +241,7 @@ class _Run:
             return f"time budget spent ({elapsed:.0f} s >= {c.max_wall_s:.0f} s)"
         return None
 
-    def generate(self, messages: list[Any]) -> tuple[Any, str]:
+    def generate(self, messages: list[Message]) -> tuple[ModelResponse, str]:
         """One model call, traced; a provider failure is traced and re-raised."""
         new = [m.model_dump(mode="json") for m in messages[self.sent :]]
         self.sent = len(messages) + 1  # the assistant reply is part of the response
@@ -259,9 +265,7 @@ class _Run:
             )
             raise
         usage = response.usage
-        self.totals.input_tokens += (
-            usage.input_tokens + usage.cache_read_tokens + usage.cache_write_tokens
-        )
+        self.totals.input_tokens += usage.total_input_tokens
         self.totals.output_tokens += usage.output_tokens
         event = ModelCall(
             trace_id=self.writer.trace_id,
@@ -302,9 +306,9 @@ class _Run:
     def end_submitted(self, outcome: ToolOutcome) -> RunEnd:
         passed = outcome.verdict is not None and outcome.verdict.passed
         message = f"submitted kernel {outcome.kernel_hash} " + ("passed" if passed else "failed")
-        return self.end("solved" if passed else "unsolved", message)
+        return self.end(RunOutcome.SOLVED if passed else RunOutcome.UNSOLVED, message)
 
-    def end(self, outcome: str, message: str) -> RunEnd:
+    def end(self, outcome: RunOutcome, message: str) -> RunEnd:
         """Write run_end with the totals and the best passing kernel."""
         self.totals.duration_s = time.monotonic() - self.t0
         event = RunEnd(

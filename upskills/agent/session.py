@@ -21,14 +21,14 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Literal, get_args
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from upskills.agent.recording import BestKernel, record_tool
 from upskills.agent.toolbox import KERNEL_TOOLS, KernelToolbox, ToolOutcome
 from upskills.tasks.model import Task
-from upskills.trace.events import Note, RunEnd, RunStart, Totals
+from upskills.trace.events import Note, RunEnd, RunOutcome, RunStart, Totals
 
 try:
     import fcntl
@@ -42,7 +42,8 @@ TRACE_FILE = "trace.jsonl"
 LOCK_FILE = ".lock"
 """Lock file serialising commands on one session folder (POSIX ``flock``)."""
 
-Outcome = Literal["solved", "unsolved", "error", "budget", "aborted"]
+Outcome = RunOutcome
+"""How a session ended (the trace's run outcome)."""
 
 
 class SessionError(Exception):
@@ -263,7 +264,7 @@ class Session:
                 )
             )
 
-    def end(self, outcome: Outcome | None = None, message: str = "") -> RunEnd:
+    def end(self, outcome: RunOutcome | str | None = None, message: str = "") -> RunEnd:
         """Write run_end: totals and the best passing kernel.
 
         Args:
@@ -271,16 +272,17 @@ class Session:
                 ``unsolved``.
             message: why the session ended.
         """
-        if outcome is not None and outcome not in get_args(Outcome):
-            raise SessionError(f"outcome {outcome!r} is not one of {', '.join(get_args(Outcome))}")
+        known = [o.value for o in RunOutcome]
+        if outcome is not None and outcome not in known:
+            raise SessionError(f"outcome {outcome!r} is not one of {', '.join(known)}")
         with self._exclusive():
-            return self._end(outcome, message)
+            return self._end(RunOutcome(outcome) if outcome is not None else None, message)
 
-    def _end(self, outcome: Outcome | None, message: str) -> RunEnd:
+    def _end(self, outcome: RunOutcome | None, message: str) -> RunEnd:
         from upskills.trace import TraceWriter, read_trace
 
         if outcome is None:
-            outcome = "solved" if self.state.submitted else "unsolved"
+            outcome = RunOutcome.SOLVED if self.state.submitted else RunOutcome.UNSOLVED
         started = datetime.fromisoformat(self.state.started_at)
         first = read_trace(self.trace_path).start
         if first is not None:

@@ -9,11 +9,11 @@ model, plus the full Verdict and kernel source for the trace. The toolbox does n
 from __future__ import annotations
 
 import ast
-import hashlib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from upskills.core.hashing import kernel_hash
 from upskills.tasks.model import Task
 from upskills.verify.verdict import Verdict
 
@@ -51,11 +51,6 @@ _TOOL_DEFS: dict[str, tuple[str, dict[str, Any]]] = {
         {"type": "object", "properties": {}},
     ),
 }
-
-
-def kernel_hash(source: str) -> str:
-    """sha256 of a kernel's source, first 16 hex chars (the Verdict's ``candidate_hash``)."""
-    return hashlib.sha256(source.encode()).hexdigest()[:16]
 
 
 @dataclass(frozen=True)

@@ -9,10 +9,13 @@ task runs, not that a kernel exists, and the result says so (``method='reference
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from upskills.cases.model import TestCase
+from upskills.core.device import resolve_device
 
 
 @dataclass
@@ -23,17 +26,6 @@ class CaseCheck:
     passed: bool
     method: str
     message: str
-
-
-def _device(device: str) -> str:
-    if device != "auto":
-        return device
-    try:
-        import torch
-
-        return "cuda" if torch.cuda.is_available() else "cpu"
-    except ImportError:
-        return "cpu"
 
 
 def _variants(case: TestCase, device: str) -> list[str]:
@@ -66,6 +58,68 @@ def _check_reference(case: TestCase, device: str, variants: list[str]) -> CaseCh
     return CaseCheck(case.id, True, "reference", f"reference runs on {', '.join(variants)}")
 
 
+def plan_case(case: TestCase, device: str, kernel: str | Path | None = None) -> CaseCheck | Any:
+    """What checking ``case`` takes: a settled CaseCheck, or a verifier WorkUnit keyed by its id.
+
+    Args:
+        case: the case.
+        device: ``cpu`` or ``cuda`` (resolved).
+        kernel: a known-good kernel (source or path) overriding ``case.known_good``.
+
+    Returns:
+        A CaseCheck when no kernel needs judging (a bad case, or the reference fallback, which
+        runs here), else the ``upskills.executor.WorkUnit`` for the known-good kernel.
+    """
+    task = case.to_task()
+    if task.hash != case.task_hash:
+        return CaseCheck(case.id, False, "task", "task source/variants do not match task_hash")
+    variants = _variants(case, device)
+    if not variants:
+        return CaseCheck(case.id, False, "task", f"no variant of this case runs on {device}")
+    source = kernel if kernel is not None else case.known_good
+    if source is None:
+        return _check_reference(case, device, variants)
+    from upskills.executor import WorkUnit
+    from upskills.verify import CheckOptions
+    from upskills.verify.verifier import resolve_candidate
+
+    options = CheckOptions(variants=variants, timing=False, baselines=False, seeds=1)
+    text = resolve_candidate(source)[0]
+    return WorkUnit(key=case.id, task=task, candidate=text, options=options)
+
+
+def _from_verdict(case_id: str, verdict: Any, variants: list[str] | None) -> CaseCheck:
+    message = verdict.message if not verdict.passed else f"known-good kernel passes {variants}"
+    return CaseCheck(case_id, verdict.passed, "kernel", message)
+
+
+def check_cases(
+    cases: list[TestCase],
+    executor: Any,
+    kernels: dict[str, str | Path] | None = None,
+) -> Iterator[CaseCheck]:
+    """Check many cases; their known-good kernels are judged on ``executor`` in parallel.
+
+    Args:
+        cases: the cases (unique ids).
+        executor: an ``upskills.executor.Executor`` (its device is used throughout).
+        kernels: per case id, a known-good kernel overriding the case's own.
+
+    Yields:
+        One CaseCheck per case: settled ones first, then kernel checks as they complete.
+    """
+    units = []
+    for case in cases:
+        plan = plan_case(case, executor.device, (kernels or {}).get(case.id))
+        if isinstance(plan, CaseCheck):
+            yield plan
+        else:
+            units.append(plan)
+    by_key = {u.key: u for u in units}
+    for result in executor.run(units):
+        yield _from_verdict(result.key, result.verdict, by_key[result.key].options.variants)
+
+
 def check_case(
     case: TestCase, *, device: str = "auto", kernel: str | Path | None = None
 ) -> CaseCheck:
@@ -79,19 +133,11 @@ def check_case(
     Returns:
         Whether it passed, how it was checked (``kernel`` or ``reference``) and a message.
     """
-    task = case.to_task()
-    if task.hash != case.task_hash:
-        return CaseCheck(case.id, False, "task", "task source/variants do not match task_hash")
-    device = _device(device)
-    variants = _variants(case, device)
-    if not variants:
-        return CaseCheck(case.id, False, "task", f"no variant of this case runs on {device}")
-    source = kernel if kernel is not None else case.known_good
-    if source is None:
-        return _check_reference(case, device, variants)
-    from upskills.verify import CheckOptions, check
+    device = resolve_device(device)
+    plan = plan_case(case, device, kernel)
+    if isinstance(plan, CaseCheck):
+        return plan
+    from upskills.verify import check
 
-    options = CheckOptions(variants=variants, timing=False, baselines=False, seeds=1)
-    verdict = check(task, source, device=device, options=options)
-    message = verdict.message if not verdict.passed else f"known-good kernel passes {variants}"
-    return CaseCheck(case.id, verdict.passed, "kernel", message)
+    verdict = check(plan.task, plan.candidate, device=device, options=plan.options)
+    return _from_verdict(case.id, verdict, plan.options.variants)

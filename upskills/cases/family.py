@@ -1,11 +1,19 @@
 """Task families: the hash that groups dtype, shape and layout siblings of one operation.
 
-``family_hash(source)`` hashes a reference module's *structure*: its AST with comments, blank
+``family_hash(source)`` hashes a reference module's *operation*: the AST of ``class Model`` (the
+whole module less imports, module-level assignments and ``get_inputs``/``get_init_inputs``, where
+shapes, dtypes and input layouts live, when there is no ``Model``) with comments, blank
 lines, docstrings, numeric and string constants, dtype names and module-level shape constants
-abstracted away. ``row_sum`` and ``row_sum_fp16`` (same computation, other dtype and sizes) get
-the same family; ``row_sum`` and ``row_max`` (another reduction op) do not. A lift recomputes
-each case's family from its source and refuses a case whose stored family disagrees, so a
-hand-edited split cannot bypass held-out discipline.
+abstracted away, and layout/dtype conversions on tensors (``.contiguous()``, ``.t()``,
+``.transpose(...)``, ``.to(...)``, ``.half()``...) replaced by their receiver, unless that leaves
+``forward`` returning its input unchanged (the operation *is* the layout or dtype change: a
+transpose, a cast), in which case the calls stay. ``row_sum`` and ``row_sum_fp16`` (same
+computation, other dtype and sizes) get the same family; ``row_sum`` and ``row_max`` (another
+reduction op) do not. A lift recomputes each case's family from its source and refuses a case
+whose stored family disagrees, so a hand-edited split cannot bypass held-out discipline.
+
+This is the one family hash: the distiller (``upskills.distill``) and the ladder use it, and
+``upskills.distill.family`` re-exports it.
 
 What it does not do: decide that two differently written programs compute the same thing
 (``x.sum(-1)`` and ``torch.sum(x, dim=1)`` are different families).
@@ -40,9 +48,25 @@ DTYPE_NAMES = frozenset(
 )
 """Attribute names treated as dtypes (``torch.float16`` -> ``torch.<dtype>``)."""
 
+LAYOUT_CALLS = frozenset(
+    {"contiguous", "t", "transpose", "permute", "to", "type", "as_strided", "clone", "detach"}
+    | DTYPE_NAMES
+)
+"""Tensor methods that change layout or dtype, not the operation."""
+
 
 class _Normalise(ast.NodeTransformer):
-    """Replaces constants, dtype names and docstrings by placeholders."""
+    """Replaces constants, dtype names and docstrings by placeholders; drops layout calls."""
+
+    def __init__(self, strip_layout: bool = True) -> None:
+        self.strip_layout = strip_layout
+
+    def visit_Call(self, node: ast.Call) -> ast.AST:
+        func = node.func
+        if self.strip_layout and isinstance(func, ast.Attribute) and func.attr in LAYOUT_CALLS:
+            return self.visit(func.value)
+        self.generic_visit(node)
+        return node
 
     def visit_Constant(self, node: ast.Constant) -> ast.AST:
         if isinstance(node.value, bool) or node.value is None:
@@ -113,9 +137,40 @@ def normalised_source(source: str) -> str:
     Raises:
         SyntaxError: the source does not parse.
     """
-    tree = _Normalise().visit(ast.parse(source))
+    tree = _Normalise().visit(_operation(ast.parse(source)))
+    if _forward_is_identity(tree):  # the operation *is* a layout or dtype change
+        tree = _Normalise(strip_layout=False).visit(_operation(ast.parse(source)))
     ast.fix_missing_locations(tree)
     return ast.unparse(tree)
+
+
+SIBLING_ONLY = frozenset({"get_inputs", "get_init_inputs"})
+"""Module-level functions that hold shapes and input layouts (siblings differ there)."""
+
+
+def _operation(tree: ast.Module) -> ast.Module:
+    """The module cut down to what it computes: ``class Model``, else its non-input code."""
+    model = [n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "Model"]
+    if not model:
+        model = [
+            n
+            for n in tree.body
+            if not (isinstance(n, ast.FunctionDef) and n.name in SIBLING_ONLY)
+            and not isinstance(n, ast.Import | ast.ImportFrom | ast.Assign | ast.AnnAssign)
+        ]
+    return ast.Module(body=list(model), type_ignores=[])
+
+
+def _forward_is_identity(tree: ast.AST) -> bool:
+    """``forward`` returns one of its arguments unchanged (after layout calls were dropped)."""
+    for fn in ast.walk(tree):
+        if isinstance(fn, ast.FunctionDef) and fn.name == "forward":
+            returns = [n for n in ast.walk(fn) if isinstance(n, ast.Return)]
+            args = {a.arg for a in fn.args.args}
+            return bool(returns) and all(
+                isinstance(r.value, ast.Name) and r.value.id in args for r in returns
+            )
+    return False
 
 
 def family_hash(source: str) -> str:
@@ -152,20 +207,10 @@ def pack_families(packs: Sequence[object]) -> set[str]:
     from upskills.tasks import builtin_names, load_task
 
     names: set[str] = set()
-
-    def walk(obj: object) -> None:
-        if isinstance(obj, dict):
-            task = obj.get("task")
-            if isinstance(task, str):
-                names.add(task)
-            for v in obj.values():
-                walk(v)
-        elif isinstance(obj, list | tuple):
-            for v in obj:
-                walk(v)
-
     for pack in packs:
         prov = getattr(pack, "provenance", None)
-        walk(prov.model_dump() if hasattr(prov, "model_dump") else prov)  # type: ignore[union-attr]
+        if prov is not None:
+            names |= {t.task for t in prov.traces if t.task}
+            names |= {t.task for t in prov.templates if t.task}
     known = set(builtin_names())
     return {family_hash(load_task(n).source) for n in sorted(names & known)}

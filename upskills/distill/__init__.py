@@ -3,6 +3,28 @@
 Works with no model at all; a teacher model, when configured, only rewrites the prose.
 """
 
-from upskills.distill.pipeline import DistillConfig, DistillError, DistillResult, distill
+from __future__ import annotations
 
-__all__ = ["DistillConfig", "DistillError", "DistillResult", "distill"]
+from typing import TYPE_CHECKING
+
+from upskills._lazy import lazy_face
+
+if TYPE_CHECKING:
+    from upskills.distill.pipeline import DistillConfig, DistillError, DistillResult, distill
+
+__all__ = [
+    "DistillConfig",
+    "DistillError",
+    "DistillResult",
+    "distill",
+]
+
+__getattr__, __dir__ = lazy_face(
+    __name__,
+    {
+        "DistillConfig": "upskills.distill.pipeline",
+        "DistillError": "upskills.distill.pipeline",
+        "DistillResult": "upskills.distill.pipeline",
+        "distill": "upskills.distill.pipeline",
+    },
+)

@@ -227,7 +227,7 @@ def launch_signature(source: str) -> list[str]:
     return sorted(out)
 
 
-def _code_lines(source: str) -> list[str]:
+def code_lines(source: str) -> list[str]:
     """The module's code without docstrings, comments or formatting (raw lines if unparsable)."""
     try:
         tree = ast.parse(source)
@@ -253,7 +253,7 @@ def change_key(before: str, after: str) -> str:
     Two changes get the same key only when they remove and add the same code, ignoring
     docstrings, comments and formatting.
     """
-    lines = difflib.unified_diff(_code_lines(before), _code_lines(after), n=0, lineterm="")
+    lines = difflib.unified_diff(code_lines(before), code_lines(after), n=0, lineterm="")
     changed = [
         line.strip() for line in lines if line[:1] in "+-" and not line.startswith(("+++", "---"))
     ]

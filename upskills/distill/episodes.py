@@ -9,12 +9,14 @@ kept (the kernels judged and their verdict summaries), so memory per trace stays
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from upskills.trace.events import Note, RunEnd, RunStart, ToolResult
+from upskills.trace.attempts import AGENT_NOTE_KINDS, iter_attempts
+from upskills.trace.attempts import Attempt as WalkedAttempt
+from upskills.trace.events import Note, RunEnd, RunStart, ToolResult, TraceEvent
 from upskills.trace.reader import TraceLineError, iter_events
-from upskills.verify.verdict import Verdict
 
 
 @dataclass(frozen=True)
@@ -35,6 +37,8 @@ class Attempt:
     """Every shape variant the verdict ran (passing or not)."""
     notes: tuple[str, ...] = ()
     """Agent notes written after the previous attempt and before this one was judged."""
+    speedup_compile: float | None = None
+    """torch.compile median / this kernel's median, from the same verdict as ``speedup``."""
 
 
 @dataclass(frozen=True)
@@ -94,46 +98,32 @@ class TraceSummary:
         return passing[-1]
 
 
-NOTE_KINDS = ("note", "plan")
+NOTE_KINDS = AGENT_NOTE_KINDS
 """Note kinds that carry the agent's own reasoning (harness budget/warning notes do not)."""
 
 
-def _attempt(
-    result: ToolResult, verdict: Verdict, first: int, line: int, notes: tuple[str, ...]
-) -> Attempt:
-    source = result.kernel_source or ""
-    failing = sorted({v.variant for v in verdict.variants if not v.passed})
+def _attempt(walked: WalkedAttempt) -> Attempt:
+    """Distillation's view of one walked attempt: its last verdict, summarised."""
+    verdicts = walked.verdicts
+    last = verdicts[-1]
+    speedups = [v.speedup_eager for v in verdicts if v.speedup_eager is not None]
+    compiles = [v.speedup_compile for v in verdicts if v.speedup_compile is not None]
+    gpus = [v.gpu for v in verdicts if v.gpu]
+    messages = [v.message for v in verdicts if v.message]
     return Attempt(
-        kernel_source=source,
-        kernel_hash=result.kernel_hash or hashlib.sha256(source.encode()).hexdigest()[:16],
-        passed=verdict.passed,
-        error_class=str(verdict.error_class) if verdict.error_class else None,
-        message=verdict.message,
-        failing_variants=tuple(failing),
-        speedup=verdict.speedup_eager,
-        gpu=verdict.gpu,
-        first_line=first,
-        last_line=line,
-        checked_variants=tuple(sorted({v.variant for v in verdict.variants})),
-        notes=notes,
-    )
-
-
-def _merge(prev: Attempt, new: Attempt) -> Attempt:
-    """A re-check of the same kernel (check, then benchmark) extends the previous attempt."""
-    return Attempt(
-        kernel_source=prev.kernel_source,
-        kernel_hash=prev.kernel_hash,
-        passed=new.passed,
-        error_class=new.error_class,
-        message=new.message or prev.message,
-        failing_variants=new.failing_variants,
-        speedup=new.speedup if new.speedup is not None else prev.speedup,
-        gpu=new.gpu or prev.gpu,
-        first_line=prev.first_line,
-        last_line=new.last_line,
-        checked_variants=new.checked_variants,
-        notes=prev.notes,
+        kernel_source=walked.kernel_source or "",
+        kernel_hash=walked.kernel_hash,
+        passed=last.passed,
+        error_class=str(last.error_class) if last.error_class else None,
+        message=messages[-1] if messages else "",
+        failing_variants=tuple(sorted({v.variant for v in last.variants if not v.passed})),
+        speedup=speedups[-1] if speedups else None,
+        gpu=gpus[-1] if gpus else None,
+        first_line=walked.first_line,
+        last_line=walked.last_line,
+        checked_variants=tuple(sorted({v.variant for v in last.variants})),
+        notes=walked.notes,
+        speedup_compile=compiles[-1] if compiles else None,
     )
 
 
@@ -158,33 +148,26 @@ def summarize_trace(path: str | Path) -> TraceSummary:
         for chunk in iter(lambda: fh.read(1 << 20), b""):
             digest.update(chunk)
     summary.sha256 = digest.hexdigest()[:16]
-    first = 1
-    notes: list[str] = []
-    for lineno, event in iter_events(path, errors=summary.errors):
-        summary.lines = lineno
-        if not summary.trace_id:
-            summary.trace_id = event.trace_id
-        if isinstance(event, RunStart):
-            summary.task, summary.task_hash, summary.model = (
-                event.task,
-                event.task_hash,
-                event.model,
-            )
-        elif isinstance(event, RunEnd):
-            summary.outcome = event.outcome
-            summary.best_speedup = event.best_speedup
-            summary.best_kernel_source = event.best_kernel_source
-        elif isinstance(event, Note) and event.kind in NOTE_KINDS and event.text.strip():
-            notes.append(event.text.strip())
-        elif isinstance(event, ToolResult) and event.verdict is not None and event.kernel_source:
-            if not summary.task:
-                summary.task, summary.task_hash = event.verdict.task, event.verdict.task_hash
-            attempt = _attempt(event, event.verdict, first, lineno, tuple(notes))
-            prev = summary.attempts[-1] if summary.attempts else None
-            if prev is not None and prev.kernel_hash == attempt.kernel_hash:
-                summary.attempts[-1] = _merge(prev, attempt)  # its notes wait for the next one
-            else:
-                summary.attempts.append(attempt)
-                notes = []
-            first = lineno + 1
+
+    def judged(path: Path) -> Iterator[tuple[int, TraceEvent]]:
+        """The events the walker needs; run_start/run_end fill the summary on the way."""
+        for lineno, event in iter_events(path, errors=summary.errors):
+            summary.lines = lineno
+            if not summary.trace_id:
+                summary.trace_id = event.trace_id
+            if isinstance(event, RunStart):
+                summary.task, summary.task_hash = event.task, event.task_hash
+                summary.model = event.model
+            elif isinstance(event, RunEnd):
+                summary.outcome = event.outcome
+                summary.best_speedup = event.best_speedup
+                summary.best_kernel_source = event.best_kernel_source
+            elif isinstance(event, Note):
+                yield lineno, event
+            elif isinstance(event, ToolResult) and event.verdict and event.kernel_source:
+                if not summary.task:
+                    summary.task, summary.task_hash = event.verdict.task, event.verdict.task_hash
+                yield lineno, event
+
+    summary.attempts = [_attempt(a) for a in iter_attempts(judged(path))]
     return summary

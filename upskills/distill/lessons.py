@@ -19,8 +19,8 @@ import functools
 import re
 import statistics
 from collections import defaultdict
-from collections.abc import Iterable
-from typing import Literal
+from collections.abc import Callable, Iterable
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -77,7 +77,20 @@ class Effect(BaseModel):
     speedup_before: float | None = None
     """Median speedup vs eager before the change (perf lessons)."""
     speedup_after: float | None = None
-    """Median speedup vs eager after the change (perf and practice lessons)."""
+    """Median speedup vs eager after the change (perf lessons; fix: the fixed kernel's)."""
+    compile_before: float | None = None
+    """Median speedup vs ``torch.compile`` before the change, same verdicts as
+    ``speedup_before``."""
+    compile_after: float | None = None
+    """Median speedup vs ``torch.compile`` after the change."""
+    attribution: Literal["", "isolated", "ablated", "confounded"] = ""
+    """Perf lessons: ``isolated`` (the diff was one change), ``ablated`` (the change was
+    applied alone and timed in the same session as before/after), ``confounded`` (several
+    changes measured only together; ``changes`` names them)."""
+    changes: list[str] = Field(default_factory=list)
+    """Perf lessons: every change in the diff (``adds vectorized_memory; num_warps 4 -> 8``)."""
+    note: str = ""
+    """Why a perf effect is confounded, or how its changes interact."""
     observations: int = 0
     """Measurements behind the medians."""
 
@@ -236,7 +249,8 @@ def explain(notes: Iterable[str], max_sentences: int = 2, limit: int = 320) -> s
     return out
 
 
-def _diff(before: str, after: str, limit: int = 24) -> str:
+def diff_text(before: str, after: str, limit: int = 24) -> str:
+    """Unified diff (one line of context) of two kernels, cut after ``limit`` lines."""
     lines = list(
         difflib.unified_diff(
             before.splitlines(), after.splitlines(), "before.py", "after.py", n=1, lineterm=""
@@ -245,12 +259,6 @@ def _diff(before: str, after: str, limit: int = 24) -> str:
     if len(lines) > limit:
         lines = lines[:limit] + [f"... ({len(lines) - limit} more diff lines)"]
     return "\n".join(lines)
-
-
-def _snippet(source: str, line: int, radius: int = 3) -> str:
-    lines = source.splitlines()
-    lo, hi = max(0, line - 1 - radius), min(len(lines), line + radius)
-    return "\n".join(lines[lo:hi])
 
 
 def _verdict_text(a: Attempt) -> str:
@@ -320,20 +328,32 @@ def _fix_lessons(trace: TraceSummary, b: Attempt, a: Attempt, src: LessonSource)
                 ),
                 failure=failure,
                 explanation=note,
-                example=_diff(b.kernel_source, a.kernel_source),
+                example=diff_text(b.kernel_source, a.kernel_source),
                 sources=[src],
             )
         )
     return out
 
 
-def mine_trace(trace: TraceSummary) -> list[Lesson]:
+AblationLookup = Callable[[TraceSummary, Attempt, Attempt], Any]
+"""(trace, before, after) -> the episode's ``EpisodeAblation`` or None (not measured)."""
+
+
+def mine_trace(trace: TraceSummary, ablations: AblationLookup | None = None) -> list[Lesson]:
     """Lessons of one trace (each with prevalence 1), from its episodes and final kernel.
 
     A return to a kernel that already passed earlier in the trace is a revert, not a change:
     it yields neither a fix lesson nor a perf lesson (the comparison was already counted when
     the abandoned kernel was measured).
+
+    Args:
+        trace: the trace's summary.
+        ablations: gives the attribution of a multi-change perf episode (see ``perf.py``);
+            None: every multi-change effect is confounded.
     """
+    from upskills.distill.perf import perf_lessons
+    from upskills.distill.snippets import technique_snippet
+
     lessons: list[Lesson] = []
     passed: set[str] = (
         {trace.attempts[0].kernel_hash}
@@ -354,24 +374,8 @@ def mine_trace(trace: TraceSummary) -> list[Lesson]:
             ratio = a.speedup / b.speedup
             if 1 / PERF_THRESHOLD < ratio < PERF_THRESHOLD:
                 continue
-            regime = _regime(trace)
-            for tech in _changed_techniques(b.kernel_source, a.kernel_source):
-                lessons.append(
-                    Lesson(
-                        id=f"perf-{tech}-{regime}",
-                        kind="perf",
-                        technique=tech,
-                        intent=TECHNIQUES[tech].intent,
-                        preconditions=_pre(trace, regime, (b, a)),
-                        effect=Effect(
-                            speedup_before=b.speedup, speedup_after=a.speedup, observations=1
-                        ),
-                        example=_diff(b.kernel_source, a.kernel_source),
-                        sources=[src],
-                        contradicting=0 if ratio > 1 else 1,
-                        supported=ratio > 1,
-                    )
-                )
+            ablation = ablations(trace, b, a) if ablations else None
+            lessons += perf_lessons(trace, b, a, src, _regime(trace), ablation)
     final = trace.final_kernel()
     if final is not None:
         regime = _regime(trace)
@@ -383,8 +387,12 @@ def mine_trace(trace: TraceSummary) -> list[Lesson]:
                     technique=tech,
                     intent=TECHNIQUES[tech].intent,
                     preconditions=_pre(trace, regime, (final,)),
-                    effect=Effect(speedup_after=final.speedup, observations=1),
-                    example=_snippet(final.kernel_source, finding.line),
+                    effect=Effect(
+                        speedup_after=final.speedup,
+                        compile_after=final.speedup_compile,
+                        observations=1,
+                    ),
+                    example=technique_snippet(final.kernel_source, tech, finding.line),
                     sources=[_source(trace, final.first_line, final.last_line)],
                 )
             )
@@ -430,6 +438,13 @@ def merge_lessons(lessons: Iterable[Lesson]) -> list[Lesson]:
                 [g.effect.speedup_before for g in pro if g.effect.speedup_before]
             ),
             speedup_after=_median([g.effect.speedup_after for g in pro if g.effect.speedup_after]),
+            compile_before=_median(
+                [g.effect.compile_before for g in pro if g.effect.compile_before]
+            ),
+            compile_after=_median([g.effect.compile_after for g in pro if g.effect.compile_after]),
+            attribution=exemplar.effect.attribution,
+            changes=exemplar.effect.changes,
+            note=exemplar.effect.note,
             observations=sum(g.effect.observations for g in group),
         )
         pre = Preconditions(

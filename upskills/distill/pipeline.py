@@ -9,6 +9,7 @@ clock or the machine.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import logging
 import shutil
@@ -17,17 +18,20 @@ from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
 import upskills
+from upskills.distill.ablate import Judge
+from upskills.distill.attribution import Attribution
 from upskills.distill.episodes import TraceSummary, summarize_trace
 from upskills.distill.lessons import Lesson, merge_lessons, mine_trace
 from upskills.distill.render import PackPlan, Template, render_pack
 from upskills.distill.store import archive_version, next_version, staging_dir, swap_in, write_tree
 from upskills.distill.techniques import FAMILIES, TECHNIQUES, analyze_kernel
 from upskills.skills.pack import PackError, validate_name, validate_pack
+from upskills.skills.provenance import Provenance, TemplateSource, TraceSource
 
 log = logging.getLogger(__name__)
 
@@ -71,6 +75,13 @@ class DistillConfig(BaseModel):
     """Kernel templates per pack in scripts/."""
     include_builtin_cases: bool = True
     """Also write held-out cases for built-in tasks that fed no skill."""
+    ablate: bool = False
+    """Measure multi-change perf episodes one change at a time (``--ablate``)."""
+    device: str = "cpu"
+    """Device of the ablation verifier: ``cuda`` times changes; ``cpu`` checks correctness
+    only, so multi-change effects stay confounded."""
+    ablation_cache: str | None = None
+    """JSONL of ablation measurements (read, and appended to with ``ablate``); None: none."""
 
 
 @dataclass
@@ -95,11 +106,15 @@ class DistillResult:
     errors: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     seconds: float = 0.0
+    ablations: dict[str, int] = field(default_factory=dict)
+    """Multi-change perf episodes by attribution status (``ablated``, ``confounded``)."""
 
 
 @dataclass
 class _Evidence:
     lessons: list[Lesson] = field(default_factory=list)
+    families: dict[str, str] = field(default_factory=dict)
+    ablations: dict[str, int] = field(default_factory=lambda: defaultdict(int))
     traces: dict[str, dict[str, str]] = field(default_factory=dict)
     best: dict[str, Template] = field(default_factory=dict)
     fed: dict[str, set[str]] = field(default_factory=lambda: defaultdict(set))
@@ -116,46 +131,92 @@ def _selected(trace: TraceSummary, config: DistillConfig) -> bool:
     return speed is not None and speed >= config.min_speedup
 
 
+@functools.cache
+def _family(task: str, task_hash: str) -> str:
+    """Family hash of a traced task, from its reference source (its task hash if unknown)."""
+    from upskills.distill.family import family_hash
+
+    try:
+        from upskills.tasks import load_task
+
+        return family_hash(load_task(task).source)
+    except Exception:  # noqa: BLE001 - a task we cannot load is its own family
+        return task_hash
+
+
 def _better(new: Template, old: Template | None) -> bool:
     if old is None:
         return True
     return (new.speedup or 0.0, new.trace_id) > (old.speedup or 0.0, old.trace_id)
 
 
-def _collect(paths: Iterable[Path], config: DistillConfig, result: DistillResult) -> _Evidence:
+def _collect(
+    paths: Iterable[Path], config: DistillConfig, result: DistillResult, judge: Judge | None
+) -> _Evidence:
     ev = _Evidence()
-    for path in paths:
-        try:
-            trace = summarize_trace(path)
-        except OSError as exc:
-            raise DistillError(f"cannot read trace {path}: {exc}") from exc
-        result.traces_read += 1
-        result.errors += [str(e) for e in trace.errors]
-        if not trace.trace_id or not _selected(trace, config):
-            continue
-        if trace.trace_id in ev.traces:
-            result.warnings.append(f"{path}: trace {trace.trace_id} seen twice; kept the first")
-            continue
-        result.traces_selected += 1
-        ev.traces[trace.trace_id] = {
-            "trace_id": trace.trace_id,
-            "sha256": trace.sha256,
-            "task": trace.task,
-            "task_hash": trace.task_hash,
-            "file": path.name,
-            "model": trace.model or "",
-        }
-        ev.lessons += mine_trace(trace)
-        final = trace.final_kernel()
-        assert final is not None
-        template = Template(
-            trace.task, trace.task_hash, trace.trace_id, final.kernel_source, final.speedup
-        )
-        if _better(template, ev.best.get(trace.task_hash)):
-            ev.best[trace.task_hash] = template
-        ev.fed[trace.task_hash].add(trace.trace_id)
-        ev.techniques[trace.task_hash] |= set(analyze_kernel(final.kernel_source))
+    with Attribution(config, judge) as attribution:
+        for path in paths:
+            _collect_one(path, config, result, ev, attribution)
+    ev.ablations.update(attribution.counts)
     return ev
+
+
+def _collect_one(
+    path: Path,
+    config: DistillConfig,
+    result: DistillResult,
+    ev: _Evidence,
+    attribution: Attribution,
+) -> None:
+    try:
+        trace = summarize_trace(path)
+    except OSError as exc:
+        raise DistillError(f"cannot read trace {path}: {exc}") from exc
+    result.traces_read += 1
+    result.errors += [str(e) for e in trace.errors]
+    if not trace.trace_id or not _selected(trace, config):
+        return
+    if trace.trace_id in ev.traces:
+        result.warnings.append(f"{path}: trace {trace.trace_id} seen twice; kept the first")
+        return
+    result.traces_selected += 1
+    ev.traces[trace.trace_id] = {
+        "trace_id": trace.trace_id,
+        "sha256": trace.sha256,
+        "task": trace.task,
+        "task_hash": trace.task_hash,
+        "file": path.name,
+        "model": trace.model or "",
+    }
+    ev.lessons += mine_trace(trace, attribution)
+    final = trace.final_kernel()
+    assert final is not None
+    template = Template(
+        trace.task,
+        trace.task_hash,
+        trace.trace_id,
+        final.kernel_source,
+        final.speedup,
+        final.speedup_compile,
+        final.gpu,
+    )
+    family = _family(trace.task, trace.task_hash)
+    ev.families[trace.task_hash] = family
+    if _better(template, ev.best.get(trace.task_hash)):
+        ev.best[trace.task_hash] = template
+    ev.fed[trace.task_hash].add(trace.trace_id)
+    ev.techniques[trace.task_hash] |= set(analyze_kernel(final.kernel_source))
+
+
+def _confounded_family(lesson: Lesson) -> str:
+    """Family of a confounded perf lesson: its changes' first technique, else launch tuning."""
+    if lesson.technique != "confounded":
+        return "general"
+    for change in lesson.effect.changes:
+        for word in change.replace(";", " ").split():
+            if word in TECHNIQUES and word != "launch_config":
+                return TECHNIQUES[word].family
+    return "launch-tuning"
 
 
 def _groups(
@@ -168,7 +229,7 @@ def _groups(
     for lesson in lessons:
         if config.group == "family":
             info = TECHNIQUES.get(lesson.technique)
-            keys = [info.family if info else "general"]
+            keys = [info.family if info else _confounded_family(lesson)]
         else:
             keys = lesson.preconditions.tags or ["general"]
         for key in keys:
@@ -181,6 +242,30 @@ def _groups(
     return dict(sorted(out.items(), key=lambda kv: (order.get(kv[0], 99), kv[0])))
 
 
+def templates_by_merit(lessons: list[Lesson], ev: _Evidence, limit: int) -> list[Template]:
+    """A pack's scripts: the fastest verified final kernels that fit its topic.
+
+    A kernel fits when it uses a technique the pack teaches (a supported lesson's). Timed
+    kernels slower than eager are never chosen; untimed (CPU-verified) kernels are chosen only
+    when no kernel of the corpus was timed, and are labelled "correctness only".
+    """
+    taught = {x.technique for x in lessons if x.supported and x.technique in TECHNIQUES}
+    fits = [t for t in ev.best.values() if ev.techniques[t.task_hash] & taught]
+    timed = [t for t in ev.best.values() if t.speedup is not None]
+    if timed:
+        fits = [t for t in fits if t.speedup is not None and t.speedup >= 1.0]
+    ranked = sorted(
+        fits,
+        key=lambda t: (
+            -(t.speedup or 0.0),
+            -len(ev.techniques[t.task_hash] & taught),
+            t.task,
+            t.task_hash,
+        ),
+    )
+    return ranked[:limit]
+
+
 def _plan(
     name: str,
     title: str,
@@ -191,28 +276,31 @@ def _plan(
     prompts: dict[str, str],
 ) -> PackPlan:
     trace_ids = sorted({s.trace_id for x in lessons for s in x.sources})
-    task_weight: dict[str, int] = defaultdict(int)
-    for x in lessons:
-        for s in x.sources:
-            task_weight[s.task] += 1
-    templates = sorted(
-        (t for t in ev.best.values() if t.task in task_weight),
-        key=lambda t: (-task_weight[t.task], t.task, t.task_hash),
-    )[: config.max_templates]
+    templates = templates_by_merit(lessons, ev, config.max_templates)
     evidence = hashlib.sha256(
         "\n".join(f"{t} {ev.traces[t]['sha256']}" for t in trace_ids).encode()
     ).hexdigest()[:16]
-    provenance = {
-        "distiller": DISTILLER,
-        "evidence_sha256": evidence,
-        "config": config.model_dump(mode="json", exclude={"teacher"}),
-        "teacher": config.teacher,
-        "prompts": prompts,
-        "traces": [ev.traces[t] for t in trace_ids],
-        "templates": [
-            {"file": t.filename, "task": t.task, "trace_id": t.trace_id} for t in templates
+    provenance = Provenance(
+        distiller=DISTILLER,
+        evidence_sha256=evidence,
+        config=config.model_dump(mode="json", exclude={"teacher"}),
+        teacher=config.teacher,
+        prompts=prompts,
+        traces=[TraceSource.model_validate(ev.traces[t]) for t in trace_ids],
+        templates=[
+            TemplateSource(
+                file=t.filename,
+                task=t.task,
+                trace_id=t.trace_id,
+                speedup_eager=t.speedup,
+                speedup_compile=t.speedup_compile,
+                gpu=t.gpu,
+            )
+            for t in templates
         ],
-    }
+        families=sorted({ev.families[ev.traces[t]["task_hash"]] for t in trace_ids}),
+        ablation=dict(sorted(ev.ablations.items())),
+    )
     return PackPlan(
         name,
         title,
@@ -251,6 +339,10 @@ def _write_cases(ev: _Evidence, out_cases: Path, config: DistillConfig) -> list[
         techniques={h: sorted(t) for h, t in ev.techniques.items()},
         known_good={h: t.source for h, t in ev.best.items()},
     )
+    fed_families = {ev.families[h]: sorted(ids) for h, ids in ev.fed.items()}
+    cases = sorted(
+        (_split_by_family(c, fed_families) for c in cases), key=lambda c: (c.split, c.id)
+    )
     root = out_cases
     stage = staging_dir(root)
     try:
@@ -269,11 +361,23 @@ def _write_cases(ev: _Evidence, out_cases: Path, config: DistillConfig) -> list[
     return sorted((root / config.suite).glob("*.yaml"))
 
 
+def _split_by_family(case: Any, fed: dict[str, list[str]]) -> Any:
+    """A case whose family (recomputed from its source) fed a skill is ``train``."""
+    from upskills.distill.family import family_hash
+
+    traces = fed.get(family_hash(case.task_source))
+    if case.split == "train" or traces is None:
+        return case
+    origin = sorted({*case.origin, *(f"sibling-of-trace:{t}" for t in traces)} - {"builtin"})
+    return case.model_copy(update={"split": "train", "origin": origin})
+
+
 def distill(
     trace_paths: Iterable[str | Path],
     out_skills: str | Path = "skills",
     out_cases: str | Path | None = "testcases",
     config: DistillConfig | None = None,
+    judge: Judge | None = None,
 ) -> DistillResult:
     """Distill traces into skill packs (and test cases).
 
@@ -282,6 +386,8 @@ def distill(
         out_skills: the skills folder; packs go to ``<out_skills>/<name>/``.
         out_cases: the test-case folder (cases go to ``<out_cases>/<suite>/``); None skips cases.
         config: options; defaults when None.
+        judge: checks and times ablation kernels (default: the verifier on ``config.device``;
+            used only with ``config.ablate``).
 
     Returns:
         What was read, selected and written. Malformed trace lines are listed in ``errors``.
@@ -308,11 +414,12 @@ def distill(
         files = sorted(set(iter_trace_files(trace_paths)))
     except (FileNotFoundError, PermissionError) as exc:
         raise DistillError(str(exc)) from exc
-    ev = _collect(files, config, result)
+    ev = _collect(files, config, result, judge)
     if not ev.lessons:
         why = f"{result.traces_read} trace file(s) read, {result.traces_selected} selected"
         crit = "solved" + (f" with speedup >= {config.min_speedup}" if config.min_speedup else "")
         raise DistillError(f"no lessons to distill: {why} (selection: {crit})")
+    result.ablations = dict(sorted(ev.ablations.items()))
     merged = merge_lessons(ev.lessons)
     result.lessons = len(merged)
     plans = [

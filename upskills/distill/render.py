@@ -9,12 +9,17 @@ fit the SKILL.md budget (or were seen in fewer traces than the configured preval
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, field
-from typing import Any
 
+from upskills.distill.guidance import LOWERING, WORKFLOW, WORKFLOW_COMPACT, sizing_rules
 from upskills.distill.lessons import Lesson
 from upskills.distill.techniques import TECHNIQUES
+from upskills.skills.provenance import Provenance
 from upskills.skills.tokens import COMPACT_TOKEN_BUDGET, SKILL_TOKEN_BUDGET, estimate_tokens
+
+_CUDA_CODE = re.compile(r"__(?:global|device|shared)__|__shfl|threadIdx|blockIdx|\)\s*\{\s*$", re.M)
+"""Code that is CUDA C++ (an example cut from a ``load_inline`` string), fenced as ``cpp``."""
 
 MAX_SOURCES_SHOWN = 3
 """Sources cited inline per lesson in SKILL.md (all are in references/lessons.md)."""
@@ -32,6 +37,16 @@ class Template:
     trace_id: str
     source: str
     speedup: float | None
+    speedup_compile: float | None = None
+    gpu: str | None = None
+
+    @property
+    def measured(self) -> str:
+        """``1.42x eager, 0.97x torch.compile on NVIDIA H200`` or ``correctness only``."""
+        if self.speedup is None:
+            return "verified for correctness only (not timed)"
+        comp = f", {self.speedup_compile:.2f}x torch.compile" if self.speedup_compile else ""
+        return f"{self.speedup:.2f}x eager{comp} on {self.gpu or 'unknown GPU'}"
 
     @property
     def filename(self) -> str:
@@ -48,7 +63,7 @@ class PackPlan:
     scope: str
     lessons: list[Lesson]
     templates: list[Template]
-    provenance: dict[str, Any]
+    provenance: Provenance
     min_prevalence: int = 2
     rare_fixes: int = MAX_RARE_SHOWN
     body_override: str | None = None
@@ -67,7 +82,9 @@ class PackPlan:
 
 def _title(lesson: Lesson) -> str:
     info = TECHNIQUES.get(lesson.technique)
-    return info.title if info else "The change shown"
+    if info:
+        return info.title
+    return "Several changes together" if lesson.technique == "confounded" else "The change shown"
 
 
 def _fix_heading(lesson: Lesson) -> str:
@@ -83,6 +100,17 @@ def _count(n: int, noun: str) -> str:
 
 def _speed(value: float | None) -> str:
     return f"{value:.2f}x eager" if value is not None else "not timed"
+
+
+def _before_after(lesson: Lesson) -> str:
+    """``0.45x -> 0.98x eager, 0.30x -> 0.66x torch.compile, NVIDIA H200``."""
+    e = lesson.effect
+    if e.speedup_before is None or e.speedup_after is None:
+        return "not timed"
+    text = f"{e.speedup_before:.2f}x -> {e.speedup_after:.2f}x eager"
+    if e.compile_before is not None and e.compile_after is not None:
+        text += f", {e.compile_before:.2f}x -> {e.compile_after:.2f}x torch.compile"
+    return text + f", {', '.join(lesson.preconditions.gpus) or 'unknown GPU'}"
 
 
 def _cite(lesson: Lesson, limit: int | None = MAX_SOURCES_SHOWN) -> str:
@@ -104,7 +132,8 @@ def _pre(lesson: Lesson) -> str:
     return "; ".join(bits)
 
 
-def _lesson_block(lesson: Lesson, full: bool = False) -> str:
+def _lesson_block(lesson: Lesson, full: bool = False, seen: dict[str, str] | None = None) -> str:
+    """One lesson in Markdown; ``seen`` (example -> where) keeps an example from repeating."""
     title = _title(lesson)
     n = _count(lesson.prevalence, "trace")
     lines: list[str] = []
@@ -117,34 +146,56 @@ def _lesson_block(lesson: Lesson, full: bool = False) -> str:
             lines.append(f"- In the agent's words: {lesson.explanation}")
         fence = "diff"
     elif lesson.kind == "perf":
-        before, after = _speed(lesson.effect.speedup_before), _speed(lesson.effect.speedup_after)
+        e = lesson.effect
         verb = "helped" if lesson.supported else "did not help"
-        lines.append(f"### {title}: {before} -> {after} ({n})")
-        lines.append(
-            f"- {lesson.intent} Measured: {verb} ({lesson.effect.observations} changes, "
-            f"{lesson.contradicting} against)."
-        )
+        lines.append(f"### {title}: {_before_after(lesson)} ({e.attribution or 'isolated'})")
+        if e.attribution == "confounded":
+            lines.append(
+                "- Confounded: these changes were measured only together, so none is credited: "
+                + "; ".join(f"`{c}`" for c in e.changes)
+                + (f" ({e.note})." if e.note else ".")
+            )
+        else:
+            how = "applied alone (ablation)" if e.attribution == "ablated" else "the only change"
+            lines.append(
+                f"- {lesson.intent} Measured as {how}: {verb} ({e.observations} observations, "
+                f"{lesson.contradicting} against)."
+            )
+            if e.note:
+                lines.append(f"- Note: {e.note}.")
+        if lesson.explanation and lesson.explanation != lesson.intent:
+            lines.append(f"- In the teacher's words: {lesson.explanation}")
         fence = "diff"
     else:
         lines.append(f"### {title} ({n})")
         lines.append(f"- {lesson.intent}")
-        lines.append(f"- Final kernels using it: {_speed(lesson.effect.speedup_after)} (median).")
-        fence = "python"
+        if lesson.technique in LOWERING:
+            lines.append(f"- {LOWERING[lesson.technique]}")
+        fence = "cpp" if _CUDA_CODE.search(lesson.example) else "python"
     if _pre(lesson):
         lines.append(f"- When: {_pre(lesson)}")
     lines.append(f"- Sources: {_cite(lesson, None if full else MAX_SOURCES_SHOWN)}")
-    if lesson.example:
+    if lesson.example and seen is not None and _norm(lesson.example) in seen:
+        lines.append(f"- Example: as shown above under {seen[_norm(lesson.example)]}.")
+    elif lesson.example:
+        if seen is not None:
+            seen[_norm(lesson.example)] = f"*{title}*"
         lines += ["", f"```{fence}", lesson.example.rstrip(), "```"]
     return "\n".join(lines)
+
+
+def _norm(code: str) -> str:
+    """Code with whitespace normalised: two examples that differ only in layout are one."""
+    return " ".join(code.split())
 
 
 def _frontmatter(plan: PackPlan, version: str, description: str) -> str:
     meta = {
         "version": version,
-        "generator": str(plan.provenance.get("distiller", "")),
+        "generator": plan.provenance.distiller,
         "traces": str(plan.trace_count),
         "lessons": str(len(plan.lessons)),
-        "evidence-sha256": str(plan.provenance.get("evidence_sha256", "")),
+        "evidence-sha256": plan.provenance.evidence_sha256,
         "provenance": "references/provenance.json",
     }
     lines = ["---", f"name: {plan.name}", f"description: {json.dumps(description)}"]
@@ -209,12 +260,13 @@ def _sections(plan: PackPlan, main: list[Lesson], rare: list[Lesson] | None = No
         )
     if perf:
         out.append("- A correct kernel is slower than it should be.")
-    out += ["", "## Techniques", ""]
-    out += [_lesson_block(x) + "\n" for x in practice] or [
+    out += ["", "## Workflow", "", *WORKFLOW, "", "## Techniques", ""]
+    seen: dict[str, str] = {}
+    out += [_lesson_block(x, seen=seen) + "\n" for x in practice] or [
         "No technique seen often enough yet; see references/lessons.md.\n"
     ]
     out += ["## Pitfalls", ""]
-    out += [_lesson_block(x) + "\n" for x in fixes] or (
+    out += [_lesson_block(x, seen=seen) + "\n" for x in fixes] or (
         [] if rare else ["No repaired failure seen often enough yet; see references/lessons.md.\n"]
     )
     if rare:
@@ -226,7 +278,17 @@ def _sections(plan: PackPlan, main: list[Lesson], rare: list[Lesson] | None = No
             "",
         ]
     if perf:
-        out += ["## Performance", ""] + [_lesson_block(x) + "\n" for x in perf]
+        out += ["## Performance", ""]
+        out += [
+            "Each effect is before -> after from one verifier session, vs eager and vs "
+            "`torch.compile`, on the GPU named; `ablated` means the change was applied alone "
+            "and timed, `confounded` that several changes were only measured together.",
+            "",
+        ]
+        out += [_lesson_block(x, seen=seen) + "\n" for x in perf]
+    rules = sizing_rules(main)
+    if rules:
+        out += ["## Sizing rules (measured)", "", *rules, ""]
     out += ["## Checklist", ""]
     techs = sorted(
         {x.technique for x in main if x.technique in TECHNIQUES}, key=list(TECHNIQUES).index
@@ -236,7 +298,7 @@ def _sections(plan: PackPlan, main: list[Lesson], rare: list[Lesson] | None = No
     for t in plan.templates:
         out.append(
             f"- `{t.filename}`: verified kernel for `{t.task}` (trace `{t.trace_id}`, "
-            f"{_speed(t.speedup)}); adapt it rather than starting from scratch."
+            f"{t.measured}); adapt it rather than starting from scratch."
         )
     out += [
         "- `references/lessons.md`: every lesson with all its sources, including rare ones.",
@@ -265,7 +327,15 @@ def render_skill_body(plan: PackPlan) -> str:
     body does not fit.
     """
     eligible = [x for x in plan.lessons if x.supported and x.prevalence >= plan.min_prevalence]
-    main = list(eligible)
+    measured = [
+        x
+        for x in plan.lessons
+        if x.kind == "perf"
+        and x.supported
+        and x.effect.attribution in ("isolated", "ablated")
+        and x not in eligible
+    ]
+    main = eligible + measured
     rare = _rare(plan)
     while True:
         body = "\n".join(_sections(plan, main, rare))
@@ -278,19 +348,38 @@ def render_skill_body(plan: PackPlan) -> str:
             main.pop()
 
 
+def _first_sentence(text: str) -> str:
+    head, _, _ = text.partition(": ")
+    cut = text.split(". ")[0].rstrip(".")
+    return cut if len(cut) < 220 else head
+
+
 def render_compact(plan: PackPlan) -> str:
-    """The compact variant: pitfalls and checklist in one line each, within its budget."""
+    """The compact variant: workflow, pitfalls, measured effects, checks, a template.
+
+    One line each, most useful first, cut to its budget from the end.
+    """
     main = [x for x in plan.lessons if x.id in set(plan.main_ids)]
-    lines = [f"# {plan.title} (compact)", ""]
+    lines = [f"# {plan.title} (compact)", "", WORKFLOW_COMPACT]
     for x in main:
         if x.kind == "fix":
             lines.append(f"- Pitfall: `{x.failure_headline}` -> {x.intent}")
+    for x in main:
+        if x.kind == "perf" and x.effect.attribution in ("isolated", "ablated"):
+            what = "; ".join(x.effect.changes[:1]) or _title(x).lower()
+            lines.append(f"- Measured ({x.effect.attribution}): {what}: {_before_after(x)}.")
+    supported = [x for x in plan.lessons if x.supported]
     techs = sorted(
-        {x.technique for x in main if x.technique in TECHNIQUES}, key=list(TECHNIQUES).index
+        {x.technique for x in supported if x.technique in TECHNIQUES}, key=list(TECHNIQUES).index
     )
+    lines += [f"- Do: {TECHNIQUES[t].intent}" for t in techs]
+    lines += [
+        f"- {TECHNIQUES[t].title}: {_first_sentence(LOWERING[t])}." for t in techs if t in LOWERING
+    ]
+    lines += [f"- Sizing (measured){rule[1:]}" for rule in sizing_rules(main, limit=3)]
     lines += [f"- Check: {TECHNIQUES[t].check}" for t in techs]
     for t in plan.templates[:1]:
-        lines.append(f"- Template: `{t.filename}` (verified on `{t.task}`).")
+        lines.append(f"- Template: `{t.filename}` (verified on `{t.task}`, {t.measured}).")
     for x in _rare(plan):  # last, so the budget drops them first
         tasks = ", ".join(sorted({s.task for s in x.sources}))
         lines.append(
@@ -331,12 +420,13 @@ def render_pack(plan: PackPlan, version: str) -> dict[str, str]:
             sort_keys=True,
         )
         + "\n",
-        "references/provenance.json": json.dumps(plan.provenance, indent=1, sort_keys=True) + "\n",
+        "references/provenance.json": plan.provenance.to_json(),
     }
     for t in plan.templates:
         header = (
             f"# Verified kernel for task `{t.task}` (task hash {t.task_hash}), from trace "
-            f"{t.trace_id}.\n# Check it: upskills check {t.task} {t.filename}\n"
+            f"{t.trace_id}.\n# Measured: {t.measured}.\n"
+            f"# Check it: upskills check {t.task} {t.filename}\n"
         )
         files[t.filename] = header + t.source.rstrip() + "\n"
     return files

@@ -21,6 +21,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from upskills.skills.pack import VERSIONS_DIR, load_pack, version_key
+from upskills.skills.provenance import Provenance
 
 FIRST_VERSION = "1.0.0"
 """Version of a pack written for the first time."""
@@ -51,7 +52,7 @@ def _skill_body_ids(files: Mapping[str, str]) -> set[str]:
 
 def _evidence(files: Mapping[str, str]) -> str:
     text = files.get("references/provenance.json")
-    return json.loads(text).get("evidence_sha256", "") if text else ""
+    return Provenance.model_validate_json(text).evidence_sha256 if text else ""
 
 
 def next_version(

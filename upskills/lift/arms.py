@@ -15,11 +15,14 @@ import json
 import math
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from upskills.prompts import load_prompt
+
+if TYPE_CHECKING:
+    from upskills.skills.pack import SkillPack
 
 ArmKind = Literal["baseline", "inline", "on_demand", "placebo", "off_topic", "excerpt"]
 ARM_KINDS: tuple[str, ...] = ("baseline", "inline", "on_demand", "placebo", "off_topic", "excerpt")
@@ -177,27 +180,12 @@ def excerpt_text(trace_paths: Sequence[Path], chars: int = EXCERPT_CHARS) -> str
     return text[:chars]
 
 
-def _provenance_ids(pack: Any) -> set[str]:
-    """Trace ids and hashes a pack's provenance mentions (any nesting)."""
-    found: set[str] = set()
-
-    def walk(obj: Any) -> None:
-        if isinstance(obj, dict):
-            for k, v in obj.items():
-                if isinstance(v, str) and ("trace" in k or k in ("id", "hash", "path")):
-                    found.add(v)
-                walk(v)
-        elif isinstance(obj, list | tuple):
-            for v in obj:
-                walk(v)
-        elif isinstance(obj, BaseModel):
-            walk(obj.model_dump())
-
-    walk(getattr(pack, "provenance", None))
-    return found
+def _provenance_ids(pack: SkillPack) -> set[str]:
+    """Trace ids and file names a pack's provenance names."""
+    return pack.provenance.trace_refs() if pack.provenance else set()
 
 
-def source_traces(pack: Any, trace_files: Iterable[Path]) -> list[Path]:
+def source_traces(pack: SkillPack, trace_files: Iterable[Path]) -> list[Path]:
     """Trace files a pack was distilled from: matched by path, trace id or file stem."""
     ids = _provenance_ids(pack)
     out: list[Path] = []
@@ -214,7 +202,7 @@ def source_traces(pack: Any, trace_files: Iterable[Path]) -> list[Path]:
     return sorted(out)
 
 
-def skill_ref(pack: Any) -> str:
+def skill_ref(pack: SkillPack) -> str:
     """``name@version`` of a pack."""
     return f"{pack.name}@{pack.version}"
 

@@ -3,18 +3,17 @@
 Runs anywhere the run folder is copied: it needs only ``run.json`` and ``generations.jsonl``.
 Results go to ``evaluations.<device>.jsonl`` so CPU (Triton interpreter, correctness only) and
 GPU evaluations of the same generations sit side by side. Identical kernels for the same case are
-judged once per run (the verdict is a function of task and source).
+judged once per run (the verdict is a function of task and source). The verifier work runs on
+an executor (``local`` workers on this host, or ``ray`` actors across a cluster); each verdict is
+appended the moment it comes back, so a killed evaluation resumes without redoing or duplicating.
 """
 
 from __future__ import annotations
 
-import hashlib
-import os
-import subprocess
-import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from upskills.core.device import resolve_device
 from upskills.lift.config import CaseInfo, LiftConfig, load_manifest
 from upskills.lift.store import (
     GENERATIONS,
@@ -25,17 +24,11 @@ from upskills.lift.store import (
     read_records,
 )
 
-
-def resolve_device(device: str) -> str:
-    """``auto`` -> ``cuda`` when torch sees a GPU, else ``cpu``; ``cuda:N`` -> ``cuda``."""
-    if device == "auto":
-        try:
-            import torch
-
-            return "cuda" if torch.cuda.is_available() else "cpu"
-        except ImportError:
-            return "cpu"
-    return "cuda" if device.startswith("cuda") else device
+if TYPE_CHECKING:
+    from upskills.executor import Executor, ExecutorConfig
+    from upskills.verify.options import CheckOptions
+    from upskills.verify.verdict import Verdict
+    from upskills.verify.verifier import Verifier
 
 
 class CaseChecker:
@@ -45,9 +38,9 @@ class CaseChecker:
         """The verifier starts lazily, on the first kernel judged."""
         self.config = config
         self.device = device
-        self._verifier: Any = None
+        self._verifier: Verifier | None = None
 
-    def options(self, case: CaseInfo) -> Any:
+    def options(self, case: CaseInfo) -> CheckOptions:
         """CheckOptions for ``case``."""
         from upskills.verify import CheckOptions
 
@@ -59,7 +52,7 @@ class CaseChecker:
             baselines=self.device != "cpu",
         )
 
-    def __call__(self, case: CaseInfo, source: str) -> Any:
+    def __call__(self, case: CaseInfo, source: str) -> Verdict:
         """The Verdict of ``source`` on ``case``'s task."""
         if self._verifier is None:
             from upskills.verify import Verifier
@@ -79,7 +72,7 @@ def _clip(text: str, head: int = 250, tail: int = 400) -> str:
     return text if len(text) <= head + tail else f"{text[:head]} ... {text[-tail:]}"
 
 
-def _record(gen: GenerationRecord, verdict: Any, device: str) -> EvaluationRecord:
+def _record(gen: GenerationRecord, verdict: Verdict, device: str) -> EvaluationRecord:
     err = verdict.error_class
     return EvaluationRecord(
         key=gen.key,
@@ -96,7 +89,11 @@ def _record(gen: GenerationRecord, verdict: Any, device: str) -> EvaluationRecor
 
 
 def evaluate_run(
-    run_dir: Path, device: str = "auto", progress: bool = True, workers: int | None = None
+    run_dir: Path,
+    device: str = "auto",
+    progress: bool = True,
+    workers: int | None = None,
+    executor: ExecutorConfig | None = None,
 ) -> Path:
     """Judge every generated sample not yet judged on this device kind.
 
@@ -104,45 +101,25 @@ def evaluate_run(
         run_dir: the lift run folder.
         device: ``auto``, ``cpu`` or ``cuda``.
         progress: show a progress bar with counts and ETA.
-        workers: worker processes; default one per visible GPU on CUDA, one on CPU. Each
-            worker takes the cases whose id hashes to it and sees only its own GPU.
+        workers: verifier workers (local) or actors (ray); default one per GPU (local: one on
+            CPU). Overrides ``executor.workers``.
+        executor: which executor judges the kernels (default: ``local``).
 
     Returns:
-        The evaluation file written.
+        The evaluation file written (each verdict appended as it arrives).
     """
+    from upskills.executor import ExecutorConfig, make_executor
+
     run_dir = Path(run_dir)
     kind = resolve_device(device)
     out = run_dir / evaluations_name(kind)
-    merge_parts(run_dir, kind)  # leftovers of a killed multi-worker evaluation
-    n = workers or (_gpu_count() if kind == "cuda" else 1)
-    if n <= 1:
-        evaluate_shard(run_dir, kind, 0, 1, out, progress)
-        return out
-    procs = []
-    for i in range(n):
-        env = dict(os.environ)
-        if kind == "cuda":
-            env["CUDA_VISIBLE_DEVICES"] = str(i)
-        cmd = [sys.executable, "-m", "upskills.lift.evaluate", str(run_dir), kind, str(i), str(n)]
-        procs.append(subprocess.Popen(cmd, env=env))
-    codes = [p.wait() for p in procs]
-    merge_parts(run_dir, kind)
-    if any(codes):
-        raise RuntimeError(f"evaluation workers exited with {codes}; rerun to resume")
+    merge_parts(run_dir, kind)  # leftovers of a multi-worker evaluation by an older version
+    config = executor or ExecutorConfig()
+    if workers is not None:
+        config = config.model_copy(update={"workers": workers})
+    with make_executor(config, kind) as ex:
+        evaluate_with(run_dir, kind, ex, progress)
     return out
-
-
-def _gpu_count() -> int:
-    try:
-        import torch
-
-        return max(1, torch.cuda.device_count())
-    except ImportError:
-        return 1
-
-
-def _part(run_dir: Path, kind: str, shard: int) -> Path:
-    return run_dir / f"evaluations.{kind}.part{shard}.jsonl"
 
 
 def merge_parts(run_dir: Path, kind: str) -> None:
@@ -160,53 +137,68 @@ def merge_parts(run_dir: Path, kind: str) -> None:
         part.unlink()
 
 
-def _shard_of(case: str, of: int) -> int:
-    return int(hashlib.sha256(case.encode()).hexdigest()[:8], 16) % of
+def evaluate_with(run_dir: Path, kind: str, executor: Executor, progress: bool = True) -> None:
+    """Judge the pending samples of ``run_dir`` with ``executor``, appending as verdicts arrive.
 
+    Identical kernels of a case make one work unit (keyed ``case/kernel_hash``); its verdict is
+    written for every sample that produced that kernel, and reused from records already on disk.
+    """
+    from upskills.executor import WorkUnit
 
-def evaluate_shard(
-    run_dir: Path, kind: str, shard: int, of: int, out: Path | None = None, progress: bool = True
-) -> None:
-    """Judge the pending samples of the cases that hash to ``shard`` (of ``of``)."""
     manifest = load_manifest(run_dir)
-    out = out or _part(run_dir, kind, shard)
+    out = run_dir / evaluations_name(kind)
     gens = read_records(run_dir / GENERATIONS, GenerationRecord)
-    main = run_dir / evaluations_name(kind)
-    done_records = read_records(main, EvaluationRecord)
-    if out != main:
-        done_records += read_records(out, EvaluationRecord)
+    done_records = read_records(out, EvaluationRecord)
     done = {r.key for r in done_records}
     cases = {c.id: c for c in manifest.cases}
-    cache: dict[tuple[str, str], EvaluationRecord] = {}
     gen_by_key = {g.key: g for g in gens}
+    cache: dict[tuple[str, str], EvaluationRecord] = {}
     for r in done_records:
         g = gen_by_key.get(r.key)
         if g is not None and g.kernel_hash:
             cache[(g.case, g.kernel_hash)] = r
     # infrastructure errors are not judged: they stay pending until a resume regenerates them
-    todo = [
-        g for g in gens if g.key not in done and g.error is None and _shard_of(g.case, of) == shard
-    ]
+    todo = [g for g in gens if g.key not in done and g.error is None]
     checker = CaseChecker(manifest.config, kind)
-    bar = _bar(len(todo), f"evaluate ({kind} {shard + 1}/{of})", progress)
+    bar = _bar(len(todo), f"evaluate ({kind}, {executor.name})", progress)
+    waiting: dict[str, list[GenerationRecord]] = {}
+    units: list[WorkUnit] = []
     try:
         with RecordWriter(out, done) as writer:
             for gen in todo:
-                writer.write(_evaluate_one(gen, cases, checker, cache, kind))
-                bar.update(1)
+                rec = _settled(gen, cases[gen.case], cache, kind)
+                if rec is not None:
+                    writer.write(rec)
+                    bar.update(1)
+                    continue
+                assert gen.kernel_source is not None and gen.kernel_hash is not None
+                unit_key = f"{gen.case}/{gen.kernel_hash}"
+                if unit_key not in waiting:
+                    case = cases[gen.case]
+                    units.append(
+                        WorkUnit(
+                            key=unit_key,
+                            task=case.task_def,
+                            candidate=gen.kernel_source,
+                            options=checker.options(case),
+                        )
+                    )
+                waiting.setdefault(unit_key, []).append(gen)
+            for result in executor.run(units):
+                for gen in waiting.pop(result.key):
+                    writer.write(_record(gen, result.verdict, kind))
+                    bar.update(1)
     finally:
         bar.close()
-        checker.close()
 
 
-def _evaluate_one(
+def _settled(
     gen: GenerationRecord,
-    cases: dict[str, CaseInfo],
-    checker: CaseChecker,
+    case: CaseInfo,
     cache: dict[tuple[str, str], EvaluationRecord],
     kind: str,
-) -> EvaluationRecord:
-    case = cases[gen.case]
+) -> EvaluationRecord | None:
+    """The record of a sample that needs no verifier (a choice, no kernel, or judged already)."""
     if case.rung == "choose" and gen.choice is not None:
         # the label is the verifier's, given when the case was built (on the whole kernel)
         picked = case.choices[gen.choice]
@@ -227,18 +219,10 @@ def _evaluate_one(
             device=kind,
         )
     hit = cache.get((gen.case, gen.kernel_hash))
-    if hit is not None:
-        return hit.model_copy(update={"key": gen.key})
-    rec = _record(gen, checker(cases[gen.case], gen.kernel_source), kind)
-    cache[(gen.case, gen.kernel_hash)] = rec
-    return rec
+    return hit.model_copy(update={"key": gen.key}) if hit is not None else None
 
 
 def _bar(total: int, desc: str, enabled: bool) -> Any:
     from tqdm import tqdm
 
     return tqdm(total=total, desc=desc, unit="sample", disable=not enabled or total == 0)
-
-
-if __name__ == "__main__":  # a worker of a multi-GPU evaluation: RUN KIND SHARD OF
-    evaluate_shard(Path(sys.argv[1]), sys.argv[2], int(sys.argv[3]), int(sys.argv[4]))

@@ -14,6 +14,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from upskills.core.hashing import kernel_hash
 from upskills.lift.arms import Arm
 from upskills.lift.config import CaseInfo, LiftConfig, RunManifest
 from upskills.lift.prompting import extract_kernel, prompt_hash, splice_line, system_prompt
@@ -292,7 +293,7 @@ class Generator:
             prompt_hash=prompt_hash(system_prompt(arm.block), case.prompt),
             response_text=s.text,
             kernel_source=kernel,
-            kernel_hash=hashlib.sha256(kernel.encode()).hexdigest()[:16] if kernel else None,
+            kernel_hash=kernel_hash(kernel) if kernel else None,
             input_tokens=s.input_tokens,
             output_tokens=s.output_tokens,
             latency_s=round(s.latency_s, 4),

@@ -1,19 +1,17 @@
 """The student's prompt and the kernel extracted from its answer.
 
 Every arm uses ``student_system.md`` with its block at the one ``{skill_block}`` place, and the
-case's prompt as the user message; nothing else varies. The kernel is the last fenced Python
-block that defines ``ModelNew`` (or the longest fenced block when none does).
+case's prompt as the user message; nothing else varies. The kernel is extracted by the rule
+teacher runs use too (``upskills.core.markdown.extract_kernel``).
 """
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
+from upskills.core.markdown import extract_kernel, python_blocks
 from upskills.lift.arms import text_hash
 from upskills.prompts import load_prompt
-
-_FENCE = re.compile(r"```[ \t]*([A-Za-z0-9_+-]*)[^\n]*\n(.*?)(?:```|\Z)", re.DOTALL)
 
 
 def system_prompt(block: str) -> str:
@@ -32,15 +30,6 @@ def prompt_hashes() -> dict[str, str]:
     return {name: load_prompt(name).sha256 for name in names}
 
 
-def code_blocks(text: str) -> list[str]:
-    """Bodies of the fenced Python (or unlabelled) blocks of a response, in order."""
-    return [
-        body.strip("\n")
-        for lang, body in _FENCE.findall(text)
-        if lang.lower() in ("", "python", "py", "python3")
-    ]
-
-
 def splice_line(case: Any, answer: str) -> str | None:
     """A ``fill`` answer put back into its kernel (None when it holds no code line).
 
@@ -55,7 +44,7 @@ def splice_line(case: Any, answer: str) -> str | None:
     Returns:
         The whole kernel, or None.
     """
-    blocks = code_blocks(answer)
+    blocks = python_blocks(answer)
     body = blocks[0] if blocks else answer
     removed = case.choices[0].line if case.choices else ""
     indent = removed[: len(removed) - len(removed.lstrip())]
@@ -66,27 +55,4 @@ def splice_line(case: Any, answer: str) -> str | None:
     return None
 
 
-def extract_kernel(text: str) -> str | None:
-    """The candidate module in a response, or None.
-
-    Args:
-        text: the model's response.
-
-    Returns:
-        The source of the last fenced block defining ``ModelNew``; else the longest fenced
-        Python block; else the whole response when it itself defines ``ModelNew``.
-    """
-    blocks = [
-        (lang.lower(), body.strip())
-        for lang, body in _FENCE.findall(text)
-        if lang.lower() in ("", "python", "py", "python3")
-    ]
-    with_model = [body for _, body in blocks if "class ModelNew" in body]
-    if with_model:
-        return with_model[-1] + "\n"
-    if blocks:
-        body = max((b for _, b in blocks), key=len)
-        return body + "\n" if body else None
-    if "class ModelNew" in text:
-        return text.strip() + "\n"
-    return None
+__all__ = ["extract_kernel", "prompt_hash", "prompt_hashes", "splice_line", "system_prompt"]

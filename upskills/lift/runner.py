@@ -15,7 +15,7 @@ import os
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from upskills import __version__
 from upskills.lift.arms import build_arms, estimate_tokens
@@ -24,6 +24,11 @@ from upskills.lift.generate import Generator, generations_path
 from upskills.lift.prompting import prompt_hashes
 from upskills.lift.student import Student, StudentError, check_endpoint, load_student
 from upskills.tasks.model import Task
+
+if TYPE_CHECKING:
+    from upskills.cases.model import TestCase
+    from upskills.llm.base import Provider
+    from upskills.skills.pack import SkillPack
 
 
 class LiftError(ValueError):
@@ -43,10 +48,10 @@ def _collect_traces(refs: Sequence[str]) -> list[Path]:
     return files
 
 
-def _load_cases(refs: Sequence[str]) -> list[Any]:
+def _load_cases(refs: Sequence[str]) -> list[TestCase]:
     from upskills.cases import model as cases_model
 
-    out: list[Any] = []
+    out: list[TestCase] = []
     for ref in refs:
         p = Path(ref)
         try:
@@ -62,7 +67,7 @@ def _load_cases(refs: Sequence[str]) -> list[Any]:
     return sorted(out, key=lambda c: c.id)
 
 
-def check_reference(case: Any) -> None:
+def check_reference(case: TestCase) -> None:
     """Fail when a case's reference cannot be a KernelBench module (before any GPU time)."""
     where = f"case {case.id} (task {case.task})"
     try:
@@ -77,7 +82,7 @@ def check_reference(case: Any) -> None:
         raise LiftError(f"{where}: reference defines no {', '.join(missing)}")
 
 
-def case_task(case: Any) -> Task:
+def case_task(case: TestCase) -> Task:
     """The Task a case is judged against (built-in when the source matches, else the case's)."""
     if getattr(case, "task_variants", None):
         return case.to_task()
@@ -101,25 +106,17 @@ def case_task(case: Any) -> Task:
     )
 
 
-def _fed_hashes(packs: Sequence[Any]) -> set[str]:
-    found: set[str] = set()
-
-    def walk(obj: Any) -> None:
-        if isinstance(obj, dict):
-            for v in obj.values():
-                walk(v)
-        elif isinstance(obj, list | tuple):
-            for v in obj:
-                walk(v)
-        elif isinstance(obj, str):
-            found.add(obj)
-
-    for p in packs:
-        walk(p.provenance or {})
-    return found
+def _fed_hashes(packs: Sequence[SkillPack]) -> set[str]:
+    """Task and family hashes of the tasks whose traces fed the packs (from their provenance)."""
+    return {
+        h
+        for p in packs
+        if p.provenance
+        for h in p.provenance.task_hashes() | set(p.provenance.families)
+    }
 
 
-def _load_packs(refs: Sequence[str]) -> list[Any]:
+def _load_packs(refs: Sequence[str]) -> list[SkillPack]:
     from upskills.skills.pack import PackError, resolve_pack, validate_pack
 
     packs = []
@@ -135,7 +132,7 @@ def _load_packs(refs: Sequence[str]) -> list[Any]:
     return packs
 
 
-def load_provider(student: Student) -> Any:
+def load_provider(student: Student) -> Provider:
     """The student's provider, with config problems reported as a LiftError."""
     from upskills.llm import get_provider
     from upskills.llm.base import ProviderError
@@ -230,7 +227,9 @@ def _case_info(c: Any, fed: set[str], fed_families: set[str], family: str) -> Ca
     )
 
 
-def prepare(config: LiftConfig) -> tuple[RunManifest, list[Student], dict[str, Any], list[Any]]:
+def prepare(
+    config: LiftConfig,
+) -> tuple[RunManifest, list[Student], dict[str, Provider], list[SkillPack]]:
     """Validate every input and build the manifest; loads providers but calls no model.
 
     Returns:

@@ -22,11 +22,13 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from upskills.core.markdown import fenced_blocks, line_offsets
 from upskills.llm.base import Message, ToolCallRequest, ToolSpec
 from upskills.prompts import load_prompt
 
 _TAGGED = re.compile(r"<tool_call>\s*(.*?)\s*(?:</tool_call>|\Z)", re.DOTALL)
-_FENCED = re.compile(r"```[ \t]*(?:json|tool_call)?[ \t]*\n(.*?)```", re.DOTALL)
+FENCE_LANGS = ("", "json", "tool_call")
+"""Fence info strings whose blocks may hold a tool call."""
 
 TOOLS_PROMPT = "local_tools"
 """Prompt (``upskills/prompts/local_tools.md``) describing tools when the template cannot."""
@@ -100,8 +102,11 @@ def parse_tool_calls(text: str, tool_names: Iterable[str] | None = None) -> Pars
         spans.append(match.span())
 
     if not spans:
-        for match in _FENCED.finditer(text):
-            payload = match.group(1).strip()
+        offsets = line_offsets(text)
+        for block in fenced_blocks(text):
+            if block.lang not in FENCE_LANGS:
+                continue
+            payload = block.body.strip()
             try:
                 name, arguments = _read_call(payload)
             except ValueError:
@@ -111,7 +116,9 @@ def parse_tool_calls(text: str, tool_names: Iterable[str] | None = None) -> Pars
             calls.append(
                 ToolCallRequest(id=_call_id(len(calls), payload), name=name, arguments=arguments)
             )
-            spans.append(match.span())
+            end = offsets[min(block.end_line, len(offsets) - 1)]
+            end -= text[end - 1 : end] == "\n"  # the line break after the fence stays
+            spans.append((offsets[block.start_line], end))
 
     remaining, cursor = [], 0
     for begin, end in sorted(spans):

@@ -23,6 +23,8 @@ def write_report(
 ) -> Report:
     """Compute a run's statistics and write ``report.md``, ``summary.json`` and plots.
 
+    Without matplotlib (the ``plots`` extra) the plots are skipped and the report's notes say so.
+
     Args:
         run_dir: the lift run folder.
         baseline: another run folder to compare against (paired by student, arm and case).
@@ -35,9 +37,11 @@ def write_report(
     """
     from upskills.report.render import (
         LIFT_PLOT,
+        PLOTS_SKIPPED,
         SPEEDUP_PLOT,
         plot_lifts,
         plot_speedups,
+        plots_available,
         render_markdown,
     )
     from upskills.report.summary import compute_report
@@ -46,8 +50,12 @@ def write_report(
     report = compute_report(run_dir, Path(baseline) if baseline else None, device)
     out = Path(out_dir) if out_dir is not None else run_dir
     out.mkdir(parents=True, exist_ok=True)
+    plots = plots_available()
+    if not plots:
+        report.notes.append(PLOTS_SKIPPED)
     (out / "summary.json").write_text(report.model_dump_json(indent=1) + "\n", "utf-8")
     (out / "report.md").write_text(render_markdown(report), "utf-8")
-    plot_lifts(report, out / LIFT_PLOT)
-    plot_speedups(report, out / SPEEDUP_PLOT)
+    if plots:
+        plot_lifts(report, out / LIFT_PLOT)
+        plot_speedups(report, out / SPEEDUP_PLOT)
     return report

@@ -17,6 +17,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from upskills.trace import iter_trace_files, read_trace
+from upskills.trace.attempts import attempts_of
 from upskills.trace.events import ToolResult
 from upskills.trace.reader import TraceFile
 from upskills.verify.verdict import Verdict
@@ -164,20 +165,12 @@ def task_work(task: Any) -> tuple[int, float | None]:
 
 def _attempts(trace: TraceFile) -> tuple[list[str], dict[str, list[Verdict]], list[Verdict]]:
     """Kernel hashes in order of first writing, their verdicts, and the submit verdicts."""
-    order: list[str] = []
     verdicts: dict[str, list[Verdict]] = {}
     submits: list[Verdict] = []
-    for e in trace.events:
-        if not isinstance(e, ToolResult) or e.kernel_hash is None:
-            continue
-        if e.kernel_hash not in verdicts:
-            order.append(e.kernel_hash)
-            verdicts[e.kernel_hash] = []
-        if e.verdict is not None:
-            verdicts[e.kernel_hash].append(e.verdict)
-            if e.tool_name == "submit":
-                submits.append(e.verdict)
-    return order, verdicts, submits
+    for a in attempts_of(trace.events):
+        verdicts.setdefault(a.kernel_hash, []).extend(a.verdicts)
+        submits += a.submitted
+    return list(verdicts), verdicts, submits
 
 
 def _entry(vs: list[Verdict]) -> str:
@@ -195,7 +188,7 @@ def _timed(vs: Iterable[Verdict]) -> Verdict | None:
     return timed[-1] if timed else None
 
 
-def summarize_trace(
+def trace_row(
     trace: TraceFile,
     copy_bandwidth_gbs: float = COPY_BANDWIDTH_GBS,
     peak_tflops: float = PEAK_TFLOPS,
@@ -303,9 +296,9 @@ def build_corpus_report(
     agents: set[str] = set()
     for path in iter_trace_files(paths):
         trace = read_trace(path)
-        rep.rows.append(summarize_trace(trace, copy_bandwidth_gbs, peak_tflops))
+        rep.rows.append(trace_row(trace, copy_bandwidth_gbs, peak_tflops))
         start = trace.start
-        assert start is not None  # summarize_trace raised otherwise
+        assert start is not None  # trace_row raised otherwise
         agents.add(f"{start.agent_role}/{start.agent_name}")
         for key, found in versions.items():
             if start.environment.get(key):

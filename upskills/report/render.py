@@ -166,8 +166,20 @@ def render_markdown(report: Report) -> str:
     if sub:
         parts += ["## Lift by split and technique tag", "", _md_table(_lift_rows(sub)), ""]
     parts += ["## Failures, tokens, latency, skill reads", ""] + _extras(report.arms) + [""]
-    parts += ["## Plots", "", f"![lift]({LIFT_PLOT})", "", f"![speedups]({SPEEDUP_PLOT})", ""]
+    if plots_available():
+        parts += ["## Plots", "", f"![lift]({LIFT_PLOT})", "", f"![speedups]({SPEEDUP_PLOT})", ""]
     return "\n".join(parts)
+
+
+PLOTS_SKIPPED = "plots skipped: matplotlib is not installed (pip install 'upskills[plots]')"
+"""The note a report carries when it was written without the ``plots`` extra."""
+
+
+def plots_available() -> bool:
+    """Whether matplotlib (the ``plots`` extra) is installed."""
+    import importlib.util
+
+    return importlib.util.find_spec("matplotlib") is not None
 
 
 def plot_lifts(report: Report, path: Path) -> None:
@@ -237,8 +249,9 @@ def plot_speedups(report: Report, path: Path) -> None:
 def print_table(report: Report) -> None:
     """Print the students x arms table to the terminal (rich)."""
     from rich import box
-    from rich.console import Console
     from rich.table import Table
+
+    from upskills.core.console import make_console
 
     rows = arm_table(report)
     keep = [i for i, h in enumerate(rows[0]) if h not in ("split", "samples")]
@@ -253,7 +266,7 @@ def print_table(report: Report) -> None:
         table.add_column(rows[0][i], overflow="fold")
     for r in rows[1:]:
         table.add_row(*(r[i] for i in keep))
-    console = Console()
+    console = make_console()
     console.print(table)
     for note in report.notes:
-        console.print(f"note: {note}")
+        console.print(f"note: {note}", markup=False, highlight=False)

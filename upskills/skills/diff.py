@@ -7,6 +7,7 @@ import json
 from dataclasses import dataclass, field
 
 from upskills.skills.pack import SkillPack
+from upskills.core.markdown import sections
 
 
 @dataclass
@@ -15,14 +16,19 @@ class PackDiff:
 
     old: str
     new: str
-    traces_added: list[str] = field(default_factory=list)
-    traces_removed: list[str] = field(default_factory=list)
-    lessons_added: list[str] = field(default_factory=list)
-    lessons_removed: list[str] = field(default_factory=list)
-    prevalence_changed: list[tuple[str, int, int]] = field(default_factory=list)
-    files_added: list[str] = field(default_factory=list)
-    files_removed: list[str] = field(default_factory=list)
-    text_diff: list[str] = field(default_factory=list)
+    traces_added: list[str] = field(default_factory=list[str])
+    traces_removed: list[str] = field(default_factory=list[str])
+    lessons_added: list[str] = field(default_factory=list[str])
+    lessons_removed: list[str] = field(default_factory=list[str])
+    prevalence_changed: list[tuple[str, int, int]] = field(
+        default_factory=list[tuple[str, int, int]]
+    )
+    files_added: list[str] = field(default_factory=list[str])
+    files_removed: list[str] = field(default_factory=list[str])
+    sections_added: list[str] = field(default_factory=list[str])
+    sections_removed: list[str] = field(default_factory=list[str])
+    sections_changed: list[str] = field(default_factory=list[str])
+    text_diff: list[str] = field(default_factory=list[str])
 
     @property
     def empty(self) -> bool:
@@ -35,6 +41,9 @@ class PackDiff:
             or self.prevalence_changed
             or self.files_added
             or self.files_removed
+            or self.sections_added
+            or self.sections_removed
+            or self.sections_changed
             or self.text_diff
         )
 
@@ -48,8 +57,12 @@ class PackDiff:
             ("lessons removed", self.lessons_removed),
             ("files added", self.files_added),
             ("files removed", self.files_removed),
+            ("sections added", self.sections_added),
+            ("sections removed", self.sections_removed),
+            ("sections changed", self.sections_changed),
         ):
-            out += [f"{label}:"] + [f"  + {i}" if "added" in label else f"  - {i}" for i in items]
+            mark = "+" if "added" in label else "~" if "changed" in label else "-"
+            out += [f"{label}:"] + [f"  {mark} {i}" for i in items]
             if not items:
                 out.pop()
         if self.prevalence_changed:
@@ -61,11 +74,8 @@ class PackDiff:
 
 
 def _traces(pack: SkillPack) -> dict[str, str]:
-    prov = pack.provenance or {}
-    return {
-        t["trace_id"]: f"{t['trace_id']} ({t.get('task', '?')}, sha256 {t.get('sha256', '?')})"
-        for t in prov.get("traces", [])
-    }
+    prov = pack.provenance
+    return {t.trace_id: t.describe() for t in prov.traces} if prov else {}
 
 
 def _lessons(pack: SkillPack) -> dict[str, int]:
@@ -76,12 +86,24 @@ def _lessons(pack: SkillPack) -> dict[str, int]:
     return {item["id"]: int(item.get("prevalence", 1)) for item in data.get("lessons", [])}
 
 
+def _sections(pack: SkillPack) -> dict[str, str]:
+    """SKILL.md body sections by heading (Markdown-parsed), numbered when a title repeats."""
+    out: dict[str, str] = {}
+    for sec in sections(pack.body):
+        key = sec.title or "(preamble)"
+        n = 2
+        while key in out:
+            key, n = f"{sec.title or '(preamble)'} #{n}", n + 1
+        out[key] = sec.text.strip()
+    return out
+
+
 def diff_packs(old: SkillPack, new: SkillPack) -> PackDiff:
     """Compare two packs (usually two versions of one skill).
 
     Returns:
-        Traces and lessons added or removed, prevalence changes, files added or removed, and a
-        unified diff of SKILL.md.
+        Traces and lessons added or removed, prevalence changes, files added or removed,
+        SKILL.md sections added, removed or changed, and a unified diff of SKILL.md.
     """
     result = PackDiff(old=old.ref, new=new.ref)
     ta, tb = _traces(old), _traces(new)
@@ -96,6 +118,10 @@ def diff_packs(old: SkillPack, new: SkillPack) -> PackDiff:
     fa, fb = set(old.files()), set(new.files())
     result.files_added = sorted(fb - fa)
     result.files_removed = sorted(fa - fb)
+    sa, sb = _sections(old), _sections(new)
+    result.sections_added = [k for k in sb if k not in sa]
+    result.sections_removed = [k for k in sa if k not in sb]
+    result.sections_changed = [k for k in sb if k in sa and sa[k] != sb[k]]
     a_text = (old.path / "SKILL.md").read_text(encoding="utf-8").splitlines()
     b_text = (new.path / "SKILL.md").read_text(encoding="utf-8").splitlines()
     result.text_diff = list(

@@ -19,12 +19,19 @@ import ast
 import json
 import re
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from upskills.skills.tokens import COMPACT_TOKEN_BUDGET, SKILL_TOKEN_BUDGET, estimate_tokens
+from upskills.skills.provenance import Provenance
+from upskills.skills.tokens import (
+    COMPACT_TOKEN_BUDGET,
+    SKILL_TOKEN_BUDGET,
+    estimate_tokens,
+    section_tokens,
+)
+from upskills.core.markdown import split_front_matter
 
 VERSIONS_DIR = ".versions"
 """Name of the hidden folder, beside the packs, that keeps every version."""
@@ -60,9 +67,9 @@ class SkillPack(BaseModel):
     """SKILL.md without its frontmatter."""
     compact_body: str | None = None
     """The compact variant (``references/compact.md``), when the pack has one."""
-    frontmatter: dict[str, Any] = Field(default_factory=dict)
+    frontmatter: dict[str, Any] = Field(default_factory=dict[str, Any])
     """The parsed frontmatter."""
-    provenance: dict[str, Any] | None = None
+    provenance: Provenance | None = None
     """``references/provenance.json``, when present."""
 
     @property
@@ -88,23 +95,23 @@ def validate_name(name: str) -> str:
 
 
 def split_frontmatter(text: str, where: str = "SKILL.md") -> tuple[dict[str, Any], str]:
-    """Split SKILL.md text into its parsed frontmatter and body.
+    """Split SKILL.md text into its parsed frontmatter and body (Markdown front matter parser).
 
     Raises:
         PackError: no frontmatter, or it is not a YAML mapping.
     """
     if not text.startswith("---"):
         raise PackError(f"{where}:1: SKILL.md must start with YAML frontmatter ('---')")
-    parts = text.split("---", 2)
-    if len(parts) < 3:
+    front, body = split_front_matter(text)
+    if front is None:
         raise PackError(f"{where}: frontmatter is not closed with '---'")
     try:
-        data = yaml.safe_load(parts[1])
+        data = yaml.safe_load(front)
     except yaml.YAMLError as exc:
         raise PackError(f"{where}: invalid YAML in frontmatter: {exc}") from exc
     if not isinstance(data, dict):
         raise PackError(f"{where}: frontmatter must be a YAML mapping")
-    return data, parts[2].lstrip("\n")
+    return cast(dict[str, Any], data), body
 
 
 def load_pack(path: str | Path) -> SkillPack:
@@ -123,16 +130,20 @@ def load_pack(path: str | Path) -> SkillPack:
     for key in ("name", "description"):
         if not isinstance(front.get(key), str) or not front[key].strip():
             raise PackError(f"{skill_md}: frontmatter field '{key}' must be a non-empty string")
-    meta = front.get("metadata")
-    meta = meta if isinstance(meta, dict) else {}
+    raw_meta = front.get("metadata")
+    meta = cast(dict[str, Any], raw_meta) if isinstance(raw_meta, dict) else {}
     compact = path / "references" / "compact.md"
     prov = path / "references" / "provenance.json"
     provenance = None
     if prov.is_file():
         try:
-            provenance = json.loads(prov.read_text(encoding="utf-8"))
+            provenance = Provenance.model_validate(json.loads(prov.read_text(encoding="utf-8")))
         except json.JSONDecodeError as exc:
             raise PackError(f"{prov}:{exc.lineno}: invalid JSON ({exc.msg})") from exc
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            where = ".".join(str(x) for x in first["loc"])
+            raise PackError(f"{prov}: {where}: {first['msg']}") from None
     return SkillPack(
         name=front["name"].strip(),
         description=front["description"].strip(),
@@ -230,11 +241,12 @@ def _check_frontmatter(front: dict[str, Any], folder: str) -> list[str]:
     desc = front.get("description")
     if isinstance(desc, str) and len(desc) > 1024:
         errors.append(f"description is {len(desc)} characters (at most 1024)")
-    meta = front.get("metadata")
-    if meta is not None:
-        if not isinstance(meta, dict):
+    raw_meta = front.get("metadata")
+    if raw_meta is not None:
+        if not isinstance(raw_meta, dict):
             errors.append("'metadata' must be a mapping of strings")
         else:
+            meta = cast(dict[str, Any], raw_meta)
             errors += [
                 f"metadata.{k} must be a string" for k, v in meta.items() if not isinstance(v, str)
             ]
@@ -259,7 +271,12 @@ def validate_pack(path: str | Path) -> list[str]:
     errors = [f"{skill_md}: {e}" for e in _check_frontmatter(pack.frontmatter, path.name)]
     tokens = estimate_tokens(skill_md.read_text(encoding="utf-8"))
     if tokens > SKILL_TOKEN_BUDGET:
-        errors.append(f"{skill_md}: about {tokens} tokens, over the {SKILL_TOKEN_BUDGET} budget")
+        largest = sorted(section_tokens(pack.body), key=lambda x: -x[1])[:3]
+        where = ", ".join(f"'{title}' {n}" for title, n in largest)
+        errors.append(
+            f"{skill_md}: about {tokens} tokens, over the {SKILL_TOKEN_BUDGET} budget "
+            f"(largest sections: {where})"
+        )
     if pack.compact_body is not None:
         tokens = estimate_tokens(pack.compact_body)
         if tokens > COMPACT_TOKEN_BUDGET:
@@ -273,7 +290,9 @@ def validate_pack(path: str | Path) -> list[str]:
         except SyntaxError as exc:
             errors.append(f"{script}:{exc.lineno}: does not parse ({exc.msg})")
     try:
-        from skills_ref.validator import validate as skills_ref_validate
+        from skills_ref.validator import (  # pyright: ignore[reportMissingTypeStubs]
+            validate as skills_ref_validate,
+        )
     except ImportError:
         return errors
     errors += [f"{skill_md}: agentskills: {e}" for e in skills_ref_validate(path)]

@@ -49,3 +49,15 @@ def count_tokens(text: str) -> tuple[int, str]:
     if enc is None:
         return estimate_tokens(text), "estimate"
     return len(enc.encode(text)), "cl100k_base"
+
+
+def section_tokens(markdown: str) -> list[tuple[str, int]]:
+    """Estimated tokens of each section of a Markdown text (Markdown-parsed headings).
+
+    Returns:
+        ``(heading, tokens)`` pairs in document order; the part before the first heading is
+        ``(preamble)``.
+    """
+    from upskills.core.markdown import sections
+
+    return [(s.title or "(preamble)", estimate_tokens(s.text)) for s in sections(markdown)]

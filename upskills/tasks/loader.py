@@ -224,6 +224,8 @@ def _make_task(path: Path, meta: TaskMeta, origin: str) -> Task:
         origin=origin,
         atol=meta.atol,
         rtol=meta.rtol,
+        domains=list(meta.domains),
+        ranges=dict(meta.ranges),
     )
 
 

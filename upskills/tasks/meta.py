@@ -34,6 +34,28 @@ class TaskMeta(BaseModel):
     """Absolute tolerance override for the verifier."""
     rtol: float | None = None
     """Relative tolerance override for the verifier."""
+    domains: list[str] = Field(default_factory=list)
+    """Adversarial input domains the reference defines (``upskills.verify.domains.DOMAINS``)."""
+    ranges: dict[str, list[int]] = Field(default_factory=dict)
+    """Size global -> ``[low, high]``: where the verifier draws a random shape per check."""
+
+    @field_validator("domains")
+    @classmethod
+    def _known_domains(cls, value: list[str]) -> list[str]:
+        from upskills.tasks.model import INPUT_DOMAINS
+
+        for domain in value:
+            if domain not in INPUT_DOMAINS:
+                raise ValueError(f"unknown domain {domain!r}; known: {', '.join(INPUT_DOMAINS)}")
+        return value
+
+    @field_validator("ranges")
+    @classmethod
+    def _valid_ranges(cls, value: dict[str, list[int]]) -> dict[str, list[int]]:
+        for name, pair in value.items():
+            if len(pair) != 2 or not 1 <= pair[0] <= pair[1]:
+                raise ValueError(f"range of {name!r} must be [low, high] with 1 <= low <= high")
+        return value
 
     @field_validator("statement")
     @classmethod

@@ -31,6 +31,9 @@ CATEGORIES = (
 )
 """Category tags a built-in task may carry."""
 
+INPUT_DOMAINS = ("large", "zero_rows", "offset", "nonfinite", "tiny")
+"""Adversarial input domains a task may declare (see ``upskills.verify.domains``)."""
+
 
 class ShapeVariant(BaseModel):
     """One input configuration of a task: overrides of the reference module's globals."""
@@ -74,6 +77,10 @@ class Task(BaseModel):
     """Absolute tolerance override; None means the verifier's dtype-aware default."""
     rtol: float | None = None
     """Relative tolerance override; None means the verifier's dtype-aware default."""
+    domains: list[str] = Field(default_factory=list)
+    """Adversarial input domains the reference defines (large, zero_rows, offset, ...)."""
+    ranges: dict[str, list[int]] = Field(default_factory=dict)
+    """Size global -> ``[low, high]`` for the random shape each check draws."""
 
     @property
     def hash(self) -> str:

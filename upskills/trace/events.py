@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import uuid
 from datetime import UTC, datetime
+from enum import StrEnum
 from typing import Annotated, Any, Literal
 
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, TypeAdapter
@@ -18,8 +19,27 @@ from upskills.verify.verdict import Verdict
 SCHEMA_VERSION = 1
 """Current trace schema version."""
 
+PROVIDER_KEY = "gen_ai.provider.name"
+"""OTel attribute of the provider; ``gen_ai.system`` (deprecated) is still read."""
 
-def _now() -> str:
+
+class RunOutcome(StrEnum):
+    """How a run ended: the one spelling of run outcomes (run_end, sessions, the CLI)."""
+
+    SOLVED = "solved"
+    """A submitted kernel passed the verifier."""
+    UNSOLVED = "unsolved"
+    """The agent stopped without a passing submission."""
+    ERROR = "error"
+    """The run failed (provider error, crash)."""
+    BUDGET = "budget"
+    """Out of turns, tokens or time."""
+    ABORTED = "aborted"
+    """Stopped from outside (a person, a killed session)."""
+
+
+def now_iso() -> str:
+    """The current UTC time, ISO 8601 with microseconds (an event's ``ts``)."""
     return datetime.now(UTC).isoformat(timespec="microseconds")
 
 
@@ -34,7 +54,7 @@ class _Event(BaseModel):
     """Trace schema version."""
     id: str = Field(default_factory=_uuid)
     """Unique id of this event (uuid4 hex)."""
-    ts: str = Field(default_factory=_now)
+    ts: str = Field(default_factory=now_iso)
     """UTC timestamp, ISO 8601 with microseconds."""
     trace_id: str
     """Id of the trace (one agent solving one task); shared by all its events."""
@@ -65,8 +85,8 @@ class RunStart(_Event):
     """Agent name (``upskills-agent``, ``claude-code``, ``external``)."""
     provider: str | None = Field(
         default=None,
-        validation_alias=AliasChoices("provider", "gen_ai.system"),
-        serialization_alias="gen_ai.system",
+        validation_alias=AliasChoices("provider", PROVIDER_KEY, "gen_ai.system"),
+        serialization_alias=PROVIDER_KEY,
     )
     """Model provider (``anthropic``, ``openai``, ``transformers``, ``mock``); None if unknown."""
     model: str | None = Field(
@@ -75,13 +95,13 @@ class RunStart(_Event):
         serialization_alias="gen_ai.request.model",
     )
     """Model name as requested; None when the agent is external and unknown."""
-    parameters: dict[str, Any] = Field(default_factory=dict)
+    parameters: dict[str, Any] = Field(default_factory=dict[str, Any])
     """Sampling parameters and budgets."""
-    environment: dict[str, Any] = Field(default_factory=dict)
+    environment: dict[str, Any] = Field(default_factory=dict[str, Any])
     """Machine and versions: gpu, torch, triton, python, upskills, git_rev, hostname."""
-    skills: list[str] = Field(default_factory=list)
+    skills: list[str] = Field(default_factory=list[str])
     """Skills attached (``name@version``), with the mode (inline or on demand) in parameters."""
-    prompt_hashes: dict[str, str] = Field(default_factory=dict)
+    prompt_hashes: dict[str, str] = Field(default_factory=dict[str, str])
     """sha256 of each package prompt used (name -> hash)."""
 
 
@@ -94,7 +114,7 @@ class ToolCallRequest(BaseModel):
     """Call id assigned by the provider (or generated)."""
     name: str
     """Tool name."""
-    arguments: dict[str, Any] = Field(default_factory=dict)
+    arguments: dict[str, Any] = Field(default_factory=dict[str, Any])
     """Parsed arguments."""
 
 
@@ -108,7 +128,11 @@ class Usage(BaseModel):
         validation_alias=AliasChoices("input_tokens", "gen_ai.usage.input_tokens"),
         serialization_alias="gen_ai.usage.input_tokens",
     )
-    """Prompt tokens not served from cache."""
+    """Prompt tokens neither read from nor written to the cache, as the provider counts them.
+
+    OTel's ``gen_ai.usage.input_tokens`` includes cached tokens: that is
+    ``total_input_tokens``, which the OTel export writes under this name.
+    """
     output_tokens: int = Field(
         default=0,
         validation_alias=AliasChoices("output_tokens", "gen_ai.usage.output_tokens"),
@@ -117,18 +141,29 @@ class Usage(BaseModel):
     """Generated tokens."""
     cache_read_tokens: int = Field(
         default=0,
-        validation_alias=AliasChoices("cache_read_tokens", "gen_ai.usage.cache_read_input_tokens"),
-        serialization_alias="gen_ai.usage.cache_read_input_tokens",
+        validation_alias=AliasChoices(
+            "cache_read_tokens",
+            "gen_ai.usage.cache_read.input_tokens",
+            "gen_ai.usage.cache_read_input_tokens",
+        ),
+        serialization_alias="gen_ai.usage.cache_read.input_tokens",
     )
     """Prompt tokens read from the provider's cache."""
     cache_write_tokens: int = Field(
         default=0,
         validation_alias=AliasChoices(
-            "cache_write_tokens", "gen_ai.usage.cache_creation_input_tokens"
+            "cache_write_tokens",
+            "gen_ai.usage.cache_creation.input_tokens",
+            "gen_ai.usage.cache_creation_input_tokens",
         ),
-        serialization_alias="gen_ai.usage.cache_creation_input_tokens",
+        serialization_alias="gen_ai.usage.cache_creation.input_tokens",
     )
     """Prompt tokens written to the provider's cache."""
+
+    @property
+    def total_input_tokens(self) -> int:
+        """All prompt tokens, cached ones included (OTel's ``gen_ai.usage.input_tokens``)."""
+        return self.input_tokens + self.cache_read_tokens + self.cache_write_tokens
 
 
 class ModelCall(_Event):
@@ -142,8 +177,8 @@ class ModelCall(_Event):
     )
     """OTel operation name (``chat``)."""
     provider: str = Field(
-        validation_alias=AliasChoices("provider", "gen_ai.system"),
-        serialization_alias="gen_ai.system",
+        validation_alias=AliasChoices("provider", PROVIDER_KEY, "gen_ai.system"),
+        serialization_alias=PROVIDER_KEY,
     )
     """Provider name."""
     model: str = Field(
@@ -163,7 +198,7 @@ class ModelCall(_Event):
     """Reference to the full message list (hash), when not inlined."""
     response_text: str = ""
     """Text content of the response."""
-    tool_calls: list[ToolCallRequest] = Field(default_factory=list)
+    tool_calls: list[ToolCallRequest] = Field(default_factory=list[ToolCallRequest])
     """Tool calls the model asked for."""
     usage: Usage = Field(default_factory=Usage)
     """Normalised token usage."""
@@ -195,7 +230,7 @@ class ToolCall(_Event):
         serialization_alias="gen_ai.tool.call.id",
     )
     """Tool call id (matches the model's request when there is one)."""
-    arguments: dict[str, Any] = Field(default_factory=dict)
+    arguments: dict[str, Any] = Field(default_factory=dict[str, Any])
     """Arguments as passed."""
 
 
@@ -247,7 +282,7 @@ class Totals(BaseModel):
     tool_calls: int = 0
     """Tool calls made."""
     input_tokens: int = 0
-    """Input tokens (cache reads included)."""
+    """Input tokens, cache reads and writes included (sum of ``Usage.total_input_tokens``)."""
     output_tokens: int = 0
     """Output tokens."""
     duration_s: float = 0.0
@@ -258,7 +293,7 @@ class RunEnd(_Event):
     """The agent finished (or gave up on) the task."""
 
     event: Literal["run_end"] = "run_end"
-    outcome: Literal["solved", "unsolved", "error", "budget", "aborted"]
+    outcome: RunOutcome
     """solved: a submitted kernel passed; budget: out of turns/tokens/time."""
     best_speedup: float | None = None
     """Best speedup vs eager among passing kernels (GPU only)."""

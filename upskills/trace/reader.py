@@ -42,8 +42,8 @@ class TraceFile:
     """The events of one trace file and the lines that could not be read."""
 
     path: Path
-    events: list[TraceEvent] = field(default_factory=list)
-    errors: list[TraceLineError] = field(default_factory=list)
+    events: list[TraceEvent] = field(default_factory=list[TraceEvent])
+    errors: list[TraceLineError] = field(default_factory=list[TraceLineError])
 
     @property
     def start(self) -> RunStart | None:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import os
 import re
-from typing import Any
+from typing import Any, cast
 
 REDACTED = "[REDACTED]"
 """Replacement text."""
@@ -39,7 +39,8 @@ _PATTERNS = [
 _SECRET_ENV = re.compile(r"(API_KEY|TOKEN|SECRET|PASSWORD|AUTH)", re.IGNORECASE)
 
 
-def _env_secrets() -> list[str]:
+def env_secret_values() -> list[str]:
+    """Values of environment variables whose names look secret (8+ characters), longest first."""
     return sorted(
         (v for k, v in os.environ.items() if _SECRET_ENV.search(k) and v and len(v) >= 8),
         key=len,
@@ -49,7 +50,7 @@ def _env_secrets() -> list[str]:
 
 def redact_text(text: str, env_secrets: list[str] | None = None) -> str:
     """Mask secret-shaped substrings and known secret environment values in ``text``."""
-    for value in env_secrets if env_secrets is not None else _env_secrets():
+    for value in env_secrets if env_secrets is not None else env_secret_values():
         if value in text:
             text = text.replace(value, REDACTED)
     for pattern in _PATTERNS:
@@ -66,17 +67,18 @@ def is_secret_key(key: str) -> bool:
 
 def redact(obj: Any, env_secrets: list[str] | None = None) -> Any:
     """Return a copy of a JSON-like object with secrets masked (see module docstring)."""
-    secrets = env_secrets if env_secrets is not None else _env_secrets()
+    secrets = env_secrets if env_secrets is not None else env_secret_values()
     if isinstance(obj, dict):
         out: dict[Any, Any] = {}
-        for key, value in obj.items():
+        items = cast(dict[Any, Any], obj).items()
+        for key, value in items:
             if isinstance(key, str) and is_secret_key(key) and isinstance(value, str | bytes):
                 out[key] = REDACTED if value else value
             else:
                 out[key] = redact(value, secrets)
         return out
     if isinstance(obj, list | tuple):
-        return [redact(v, secrets) for v in obj]
+        return [redact(v, secrets) for v in cast(list[Any], obj)]
     if isinstance(obj, str):
         return redact_text(obj, secrets)
     return obj

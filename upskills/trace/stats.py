@@ -6,7 +6,8 @@ from collections import Counter
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from upskills.trace.events import ModelCall, ToolCall, ToolResult
+from upskills.trace.attempts import attempts_of, repaired_failures
+from upskills.trace.events import ModelCall, RunOutcome, ToolCall
 from upskills.trace.reader import TraceFile
 
 
@@ -30,14 +31,14 @@ class TraceStats(BaseModel):
     tool_calls: int = 0
     """Tool calls."""
     input_tokens: int = 0
-    """Input tokens, cache reads included."""
+    """Input tokens, cache reads and writes included."""
     output_tokens: int = 0
     """Output tokens."""
     verdicts: int = 0
     """Tool results carrying a verifier Verdict."""
     passed_verdicts: int = 0
     """Verdicts that passed."""
-    failure_classes: dict[str, int] = Field(default_factory=dict)
+    failure_classes: dict[str, int] = Field(default_factory=dict[str, int])
     """Error class -> count over failing verdicts."""
     repaired_failures: int = 0
     """Failing verdicts followed later by a passing one (fail -> pass transitions)."""
@@ -62,33 +63,28 @@ def trace_stats(trace: TraceFile) -> TraceStats:
         model = "/".join(x for x in (start.provider, start.model) if x)
         st.agent = f"{start.agent_name} ({model})" if model else start.agent_name
     classes: Counter[str] = Counter()
-    last_failed = False
     best: float | None = None
     for event in trace.events:
         if isinstance(event, ModelCall):
             st.turns += 1
-            u = event.usage
-            st.input_tokens += u.input_tokens + u.cache_read_tokens + u.cache_write_tokens
-            st.output_tokens += u.output_tokens
+            st.input_tokens += event.usage.total_input_tokens
+            st.output_tokens += event.usage.output_tokens
         elif isinstance(event, ToolCall):
             st.tool_calls += 1
-        elif isinstance(event, ToolResult) and event.verdict is not None:
-            v = event.verdict
-            st.verdicts += 1
-            st.gpu = v.gpu or st.gpu
-            if v.passed:
-                st.passed_verdicts += 1
-                if last_failed:
-                    st.repaired_failures += 1
-                last_failed = False
-                if v.speedup_eager is not None:
-                    best = v.speedup_eager if best is None else max(best, v.speedup_eager)
-            else:
-                classes[str(v.error_class or "unknown")] += 1
-                last_failed = True
+    attempts = attempts_of(trace.events)
+    for v in (v for a in attempts for v in a.verdicts):
+        st.verdicts += 1
+        st.gpu = v.gpu or st.gpu
+        if v.passed:
+            st.passed_verdicts += 1
+            if v.speedup_eager is not None:
+                best = v.speedup_eager if best is None else max(best, v.speedup_eager)
+        else:
+            classes[str(v.error_class or "unknown")] += 1
+    st.repaired_failures = repaired_failures(attempts)
     st.failure_classes = dict(sorted(classes.items()))
     if end is not None:
-        st.outcome, st.solved = end.outcome, end.outcome == "solved"
+        st.outcome, st.solved = str(end.outcome), end.outcome == RunOutcome.SOLVED
         if end.best_speedup is not None:
             best = end.best_speedup if best is None else max(best, end.best_speedup)
     st.best_speedup = best

@@ -18,7 +18,7 @@ from typing import IO
 from pydantic import BaseModel
 
 from upskills.trace.events import EVENT_ADAPTER
-from upskills.trace.redact import _env_secrets, redact
+from upskills.trace.redact import env_secret_values, redact
 
 
 class TraceWriter:
@@ -36,7 +36,7 @@ class TraceWriter:
         self.durable = durable
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._fh: IO[str] | None = open(self.path, "a", encoding="utf-8")  # noqa: SIM115
-        self._secrets = _env_secrets()
+        self._secrets = env_secret_values()
         self.count = 0
 
     def write(self, event: BaseModel) -> BaseModel:

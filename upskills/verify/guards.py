@@ -87,21 +87,20 @@ class LaunchCounter:
         counted.__wrapped__ = fn  # type: ignore[attr-defined]
         return counted
 
-    def _wrap_quiet(self, fn: Callable[..., Any]) -> Callable[..., Any]:
-        """Ops inside ``fn`` are not recorded (launches inside it still count)."""
-        state = self.state
+    def _wrap_autotune(self, fn: Callable[..., Any]) -> Callable[..., Any]:
+        """Autotuned launches: ops in config hooks are recorded like any other of forward's.
 
-        def quiet(*args: Any, **kwargs: Any) -> Any:
+        (Ops inside them are not hidden: a ``pre_hook`` doing the task's work with PyTorch is
+        still PyTorch's work.) Under the interpreter, configs run once instead of being timed.
+        """
+
+        def autotuned(*args: Any, **kwargs: Any) -> Any:
             if args and os.environ.get("TRITON_INTERPRET") == "1":
                 _interpreter_autotune(args[0])
-            state.depth += 1
-            try:
-                return fn(*args, **kwargs)
-            finally:
-                state.depth -= 1
+            return fn(*args, **kwargs)
 
-        quiet.__wrapped__ = fn  # type: ignore[attr-defined]
-        return quiet
+        autotuned.__wrapped__ = fn  # type: ignore[attr-defined]
+        return autotuned
 
     def _wrap_interpreted(self, fn: Callable[..., Any]) -> Callable[..., Any]:
         counted = self._wrap(fn)
@@ -136,10 +135,10 @@ class LaunchCounter:
             install_bounds_check(self.state)
         except ImportError:
             pass
-        try:  # autotuning benchmarks configs with torch ops of its own: not the candidate's
+        try:  # autotuning: configs run once under the interpreter
             from triton.runtime.autotuner import Autotuner
 
-            Autotuner.run = self._wrap_quiet(Autotuner.run)  # type: ignore[method-assign]
+            Autotuner.run = self._wrap_autotune(Autotuner.run)  # type: ignore[method-assign]
         except ImportError:
             pass
         import torch.utils.cpp_extension as cpp_extension

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Literal
+
 from pydantic import BaseModel, ConfigDict, Field
 
 
@@ -20,3 +22,9 @@ class CheckOptions(BaseModel):
     """Check only these variants (by name); None checks every variant the device can run."""
     baselines: bool = True
     """Look up (or measure) eager and torch.compile baselines and report speedups."""
+    seed: int | None = Field(default=None, ge=0)
+    """The check's seed (replay a verdict); None draws a fresh one per check."""
+    random_shape: bool = True
+    """Also run one shape drawn at random within the task's ranges."""
+    races: Literal["note", "fail"] = "fail"
+    """On CPU, a non-atomic read-modify-write across programs: fail the check, or only note it."""

@@ -1,22 +1,28 @@
-"""Child-process isolation: a warm "zygote" process that forks one fresh child per job.
+"""Processes of a check: two warm "zygotes", one for the judge and one for candidates.
 
-The zygote (``python -m upskills.verify.sandbox MODE``) starts with the right environment for
-its device (``TRITON_INTERPRET=1`` and no visible GPU for ``cpu``, set before ``triton`` is
-imported), imports torch, triton and the verifier once, and then, for every job, forks a child
-that runs the job and writes its result to a file. Forking a warm process costs milliseconds
-instead of the seconds a fresh interpreter needs to import torch; the zygote itself never runs
-torch ops or touches CUDA, so every child starts clean (its own CUDA context), and a child
-that hangs, segfaults, aborts or corrupts its CUDA context dies alone: the zygote kills its
-whole process group on timeout and reports how it ended.
+A zygote (``python -m upskills.verify.sandbox DEVICE ROLE``) starts with the environment of its
+device (``TRITON_INTERPRET=1`` and no visible GPU for ``cpu``, set before ``triton`` is
+imported), imports torch, triton and the verifier once, and then forks one fresh child per job.
+Forking a warm process costs milliseconds instead of the seconds a new interpreter needs to
+import torch; the zygote never touches CUDA itself, so every child gets a clean context.
 
-The parent talks to the zygote over pipes, one JSON line per job each way. If the zygote
-itself stops answering, the parent kills it and starts another.
+- The **judge** zygote's children run :func:`upskills.verify.worker.run_job` (a judge, a
+  baseline, a hardware probe) and hand their result back through a pipe the zygote created for
+  that child alone: no file a candidate could forge.
+- The **candidate** zygote's children run the candidate (:mod:`upskills.verify.candidate_host`).
+  Such a child starts its own session, drops to the ``nobody`` user when the zygote runs as root
+  (``UPSKILLS_SANDBOX_USER``), and is killed with its whole process group at its time limit. It
+  returns nothing but its exit status and the tail of its output (for messages).
 
-This isolates failures; it is not a security sandbox (the child runs with the user's rights).
+The judge's processes mark themselves non-dumpable, so a candidate running as the same user
+cannot read their memory or file descriptors through ``/proc``. This isolates the judge from
+the candidate; it is not a security sandbox against hostile native code (the candidate can
+still use the GPU, the network and the files its user can reach).
 """
 
 from __future__ import annotations
 
+import ctypes
 import json
 import os
 import select
@@ -37,13 +43,15 @@ READY = "upskills-zygote-ready"
 START_TIMEOUT_S = 300.0
 """How long the parent waits for a zygote to become ready (cold imports can be slow)."""
 
+ROLES = ("judge", "candidate")
+
 
 @dataclass
 class JobOutcome:
     """How a forked job ended."""
 
     result: dict[str, Any] | None
-    """The job's return value, or None when the child died or timed out."""
+    """The job's return value (judge role), or None when the child died or timed out."""
     timed_out: bool
     """The child was killed at its time limit."""
     exit_code: int | None
@@ -54,8 +62,13 @@ class JobOutcome:
     """Wall time of the child."""
 
 
-def child_env(mode: str) -> dict[str, str]:
-    """The environment of a zygote for ``mode`` (``cpu`` or ``cuda``)."""
+def sandbox_cache_root() -> Path:
+    """Compile caches of candidates (Triton, torch extensions), shared across checks."""
+    return Path(tempfile.gettempdir()) / f"upskills-sandbox-{os.getuid()}"
+
+
+def child_env(mode: str, role: str = "judge") -> dict[str, str]:
+    """The environment of a zygote for ``mode`` (``cpu`` or ``cuda``) and ``role``."""
     env = dict(os.environ)
     if mode == "cpu":
         env["TRITON_INTERPRET"] = "1"
@@ -71,39 +84,40 @@ def child_env(mode: str) -> dict[str, str]:
 class Zygote:
     """Parent-side handle of one zygote process (one job at a time, thread-safe)."""
 
-    def __init__(self, mode: str) -> None:
+    def __init__(self, mode: str, role: str = "judge") -> None:
         if mode not in ("cpu", "cuda"):
             raise ValueError(f"sandbox mode must be 'cpu' or 'cuda', not {mode!r}")
+        if role not in ROLES:
+            raise ValueError(f"sandbox role must be one of {ROLES}, not {role!r}")
         self.mode = mode
+        self.role = role
         self._proc: subprocess.Popen[str] | None = None
         self._lock = threading.Lock()
-        self._tmp = tempfile.TemporaryDirectory(prefix="upskills-verify-")
-        self._jobs = 0
+        self._tmp = tempfile.TemporaryDirectory(prefix=f"upskills-{role}-")
+        self.child_pid: int | None = None
+        """The running job's child (candidate role), so another thread can stop it."""
 
     def _start(self) -> subprocess.Popen[str]:
         log_path = Path(self._tmp.name) / "zygote.log"
         with log_path.open("w") as log:
-            proc = self._spawn(log)
+            proc = subprocess.Popen(
+                [sys.executable, "-m", "upskills.verify.sandbox", self.mode, self.role],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=log,
+                env=child_env(self.mode, self.role),
+                text=True,
+                start_new_session=True,
+            )
         line = _readline(proc, START_TIMEOUT_S)
         if line is None or line.strip() != READY:
             _kill(proc)
             tail = log_path.read_text(errors="replace").strip().splitlines()[-5:]
             raise RuntimeError(
-                f"the verifier's {self.mode} worker failed to start (got {line!r}); "
+                f"the verifier's {self.mode} {self.role} worker failed to start (got {line!r}); "
                 "check that torch and triton import in this environment:\n" + "\n".join(tail)
             )
         return proc
-
-    def _spawn(self, log: Any) -> subprocess.Popen[str]:
-        return subprocess.Popen(
-            [sys.executable, "-m", "upskills.verify.sandbox", self.mode],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=log,
-            env=child_env(self.mode),
-            text=True,
-            start_new_session=True,
-        )
 
     def run(self, kind: str, payload: dict[str, Any], timeout_s: float) -> JobOutcome:
         """Run one job in a fresh forked child and wait at most ``timeout_s`` for it."""
@@ -113,56 +127,66 @@ class Zygote:
                 self._proc = None
             if self._proc is None:
                 self._proc = self._start()
-            self._jobs += 1
-            job_dir = Path(self._tmp.name) / f"job{self._jobs}"
-            job_dir.mkdir()
-            payload_path = job_dir / "payload.json"
-            payload_path.write_text(json.dumps(payload))
-            request = {
-                "kind": kind,
-                "payload": str(payload_path),
-                "result": str(job_dir / "result.json"),
-                "log": str(job_dir / "log.txt"),
-                "timeout_s": timeout_s,
-            }
+            request = {"kind": kind, "payload": payload, "timeout_s": timeout_s}
             proc = self._proc
             assert proc.stdin is not None
+            reply: dict[str, Any] | None = None
             try:
                 proc.stdin.write(json.dumps(request) + "\n")
                 proc.stdin.flush()
-                line = _readline(proc, timeout_s + 60.0)
-            except (BrokenPipeError, OSError):
-                line = None
-            if line is None:
+                deadline = time.monotonic() + timeout_s + 60.0
+                while True:
+                    line = _readline(proc, max(0.0, deadline - time.monotonic()))
+                    if line is None:
+                        break
+                    message = json.loads(line)
+                    if "pid" in message:
+                        self.child_pid = int(message["pid"])
+                        continue
+                    reply = message
+                    break
+            except (BrokenPipeError, OSError, ValueError):
+                reply = None
+            finally:
+                self.child_pid = None
+            if reply is None:
                 _kill(proc)
                 self._proc = None
-                reply: dict[str, Any] = {"timed_out": True, "exit_code": None, "elapsed": timeout_s}
-            else:
-                reply = json.loads(line)
-            return _outcome(job_dir, reply)
+                reply = {"timed_out": True, "exit_code": None, "elapsed": timeout_s}
+            return JobOutcome(
+                reply.get("result"),
+                bool(reply.get("timed_out")),
+                reply.get("exit_code"),
+                str(reply.get("log", "")),
+                float(reply.get("elapsed", 0.0)),
+            )
+
+    def stop_child(self, dump_first: bool = True) -> None:
+        """Kill the running child's process group (after asking it where it is)."""
+        pid = self.child_pid
+        if pid is None:
+            return
+        if dump_first:
+            try:
+                os.killpg(pid, signal.SIGUSR1)
+                time.sleep(0.3)
+            except (ProcessLookupError, PermissionError):
+                pass
+        _killgroup(pid)
 
     def close(self) -> None:
-        """Stop the zygote and remove job files."""
-        with self._lock:
-            if self._proc is not None:
-                _kill(self._proc)
-                self._proc = None
+        """Stop the zygote (and a job in flight in another thread) and remove its files."""
+        self.stop_child(dump_first=False)  # a child in its own session outlives its zygote
+        proc = self._proc
+        if proc is not None:  # killed first: a thread blocked on it returns at once
+            _kill(proc)
+        got = self._lock.acquire(timeout=30.0)
+        try:
+            self._proc = None
             self._tmp.cleanup()
-
-
-def _outcome(job_dir: Path, reply: dict[str, Any]) -> JobOutcome:
-    result_path = job_dir / "result.json"
-    result = json.loads(result_path.read_text()) if result_path.exists() else None
-    log_path = job_dir / "log.txt"
-    log = log_path.read_text(errors="replace")[-6000:] if log_path.exists() else ""
-    shutil.rmtree(job_dir, ignore_errors=True)
-    return JobOutcome(
-        result,
-        bool(reply.get("timed_out")),
-        reply.get("exit_code"),
-        log,
-        float(reply.get("elapsed", 0.0)),
-    )
+        finally:
+            if got:
+                self._lock.release()
 
 
 def _readline(proc: subprocess.Popen[str], timeout_s: float) -> str | None:
@@ -195,32 +219,43 @@ def _kill(proc: subprocess.Popen[str]) -> None:
 # --------------------------------------------------------------------------- zygote side
 
 
-def _child(request: dict[str, Any]) -> None:
-    """Body of a forked child: run the job, write the result, exit without cleanup."""
+def _non_dumpable() -> None:
+    """PR_SET_DUMPABLE 0: no ptrace, no /proc/<pid>/mem or fd access by same-user processes."""
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE = 4
+    except (OSError, AttributeError):
+        pass
+
+
+def _redirect(log_path: str) -> None:
+    os.setsid()
+    log_fd = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    null_fd = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(null_fd, 0)
+    os.dup2(log_fd, 1)
+    os.dup2(log_fd, 2)
+
+
+def _judge_child(request: dict[str, Any], result_fd: int, log_path: str) -> None:
+    """Body of a forked judge child: run the job, write the result to the pipe, exit."""
     code = 0
     try:
-        os.setsid()
-        log_fd = os.open(request["log"], os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        null_fd = os.open(os.devnull, os.O_RDONLY)
-        os.dup2(null_fd, 0)
-        os.dup2(log_fd, 1)
-        os.dup2(log_fd, 2)
+        _redirect(log_path)
         import faulthandler
 
         faulthandler.enable(file=sys.stderr, all_threads=False)
-        limit = float(request["timeout_s"])
-        # just before the zygote kills us at the limit, say where we are (for the verdict)
-        faulthandler.dump_traceback_later(max(limit - 1.0, limit * 0.9), exit=False)
         from upskills.verify.worker import format_internal_error, run_job
 
-        payload = json.loads(Path(request["payload"]).read_text())
         try:
-            result = run_job(request["kind"], payload)
+            result = run_job(request["kind"], request["payload"])
         except Exception as exc:  # noqa: BLE001 - reported as the verifier's own error
             result = {"internal_error": format_internal_error(exc)}
-        tmp = request["result"] + ".tmp"
-        Path(tmp).write_text(json.dumps(result))
-        os.replace(tmp, request["result"])
+        data = json.dumps(result).encode()
+        view = memoryview(data)
+        while view:
+            written = os.write(result_fd, view)
+            view = view[written:]
     except BaseException:  # noqa: BLE001 - whatever happens, the child must exit here
         import traceback
 
@@ -234,13 +269,57 @@ def _child(request: dict[str, Any]) -> None:
             os._exit(code)
 
 
-def _wait(pid: int, timeout_s: float) -> tuple[bool, int | None, float]:
-    """Wait for the child; kill its process group at the deadline."""
+def _candidate_child(request: dict[str, Any], log_path: str, workdir: str) -> None:
+    """Body of a forked candidate child: drop privileges, then serve the judge."""
+    code = 0
+    try:
+        _redirect(log_path)
+        import faulthandler
+
+        faulthandler.enable(file=sys.stderr, all_threads=False)
+        faulthandler.register(signal.SIGUSR1, file=sys.stderr, all_threads=False)
+        limit = float(request["timeout_s"])
+        faulthandler.dump_traceback_later(max(limit - 1.0, limit * 0.9), exit=False)
+        from upskills.verify.candidate_host import drop_privileges, serve_candidate
+
+        payload = request["payload"]
+        if payload["device"] == "cpu":  # CUDA IPC does not cross users: on a GPU it stays
+            drop_privileges(workdir)
+        os.chdir(workdir)
+        serve_candidate(
+            payload["source"], payload["display"], payload["device"], payload["address"], workdir
+        )
+    except BaseException:  # noqa: BLE001 - whatever happens, the child must exit here
+        import traceback
+
+        traceback.print_exc()
+        code = 70
+    finally:
+        try:
+            sys.stdout.flush()
+            sys.stderr.flush()
+        finally:
+            os._exit(code)
+
+
+def _wait(pid: int, timeout_s: float, result_fd: int | None) -> tuple[bool, int | None, bytes]:
+    """Wait for the child (draining its result pipe); kill its process group at the deadline."""
     start = time.monotonic()
-    delay = 0.002
+    chunks: list[bytes] = []
     status = None
     timed_out = False
     while True:
+        if result_fd is not None:
+            ready, _, _ = select.select([result_fd], [], [], 0.01)
+            if ready:
+                chunk = os.read(result_fd, 1 << 20)
+                if chunk:
+                    chunks.append(chunk)
+                    continue
+                os.close(result_fd)
+                result_fd = None
+        else:
+            time.sleep(0.005)
         done, status = os.waitpid(pid, os.WNOHANG)
         if done:
             break
@@ -249,11 +328,16 @@ def _wait(pid: int, timeout_s: float) -> tuple[bool, int | None, float]:
             _killgroup(pid)
             _, status = os.waitpid(pid, 0)
             break
-        time.sleep(delay)
-        delay = min(delay * 1.5, 0.05)
-    _killgroup(pid)  # grandchildren the candidate left behind
+    if result_fd is not None:
+        while True:
+            chunk = os.read(result_fd, 1 << 20)
+            if not chunk:
+                break
+            chunks.append(chunk)
+        os.close(result_fd)
+    _killgroup(pid)  # grandchildren the child left behind
     code = os.waitstatus_to_exitcode(status) if status is not None else None
-    return timed_out, code, time.monotonic() - start
+    return timed_out, code, b"".join(chunks)
 
 
 def _killgroup(pid: int) -> None:
@@ -266,17 +350,40 @@ def _killgroup(pid: int) -> None:
             pass
 
 
-def serve(mode: str) -> None:
+def _prepare_candidate_root() -> Path | None:
+    """As root: a cache folder owned by the sandbox user, shared by candidates across checks."""
+    if os.geteuid() != 0 or os.environ.get("UPSKILLS_SANDBOX_USER", "nobody") == "none":
+        return None
+    from upskills.verify.candidate_host import runtime_readable_by_others
+
+    if not runtime_readable_by_others():
+        return None
+    import pwd
+
+    try:
+        entry = pwd.getpwnam(os.environ.get("UPSKILLS_SANDBOX_USER", "nobody"))
+    except KeyError:
+        return None
+    root = sandbox_cache_root()
+    for sub in ("", "triton", "torch_extensions", "work"):
+        path = root / sub
+        path.mkdir(mode=0o700, exist_ok=True)
+        os.chown(path, entry.pw_uid, entry.pw_gid)
+    return root
+
+
+def serve(mode: str, role: str) -> None:
     """The zygote's loop: preload, then fork a child per request line until stdin closes."""
     if mode == "cpu":
         os.environ["TRITON_INTERPRET"] = "1"
+    if role == "judge":
+        _non_dumpable()
     import torch  # noqa: F401 - preloaded so children fork warm
 
     try:  # importing torch._dynamo later would patch torch functions mid-check
         import torch._dynamo  # noqa: F401
     except ImportError:
         pass
-
     try:
         import triton  # noqa: F401
         import triton.language  # noqa: F401
@@ -284,27 +391,88 @@ def serve(mode: str) -> None:
         pass
     import torch.utils.cpp_extension  # noqa: F401
 
-    import upskills.verify.trials  # noqa: F401
     import upskills.verify.worker  # noqa: F401
 
+    if role == "judge":
+        import upskills.verify.judge  # noqa: F401
+    else:
+        import upskills.verify.candidate_host  # noqa: F401
+    root = _prepare_candidate_root() if role == "candidate" and mode == "cpu" else None
+    if root is not None:  # compile caches the unprivileged candidate can write
+        os.environ["TRITON_CACHE_DIR"] = str(root / "triton")
+        os.environ["TORCH_EXTENSIONS_DIR"] = str(root / "torch_extensions")
+    jobs = Path(tempfile.mkdtemp(prefix=f"upskills-{role}-jobs-"))
     out = sys.stdout
     out.write(READY + "\n")
     out.flush()
+    count = 0
     for line in sys.stdin:
         if not line.strip():
             continue
         request = json.loads(line)
+        count += 1
+        log_path = str(jobs / f"log{count}.txt")
         out.flush()
         sys.stderr.flush()
+        pid, result_fd, workdir = _fork_job(role, request, log_path, jobs, root)
+        start = time.monotonic()
+        timed_out, code, data = _wait(pid, float(request["timeout_s"]), result_fd)
+        result = None
+        if data:
+            try:
+                result = json.loads(data)
+            except ValueError:
+                result = None
+        log = ""
+        try:
+            log = Path(log_path).read_text(errors="replace")[-6000:]
+            os.unlink(log_path)
+        except OSError:
+            pass
+        if workdir:
+            shutil.rmtree(workdir, ignore_errors=True)
+        reply = {
+            "timed_out": timed_out,
+            "exit_code": code,
+            "elapsed": time.monotonic() - start,
+            "result": result,
+            "log": log,
+        }
+        out.write(json.dumps(reply) + "\n")
+        out.flush()
+    shutil.rmtree(jobs, ignore_errors=True)
+
+
+def _fork_job(
+    role: str, request: dict[str, Any], log_path: str, jobs: Path, root: Path | None
+) -> tuple[int, int | None, str]:
+    """Fork the job's child: ``(pid, result pipe or None, candidate workdir or '')``."""
+    if role == "judge":
+        read_fd, write_fd = os.pipe()
         pid = os.fork()
         if pid == 0:
-            _child(request)
-        timed_out, code, elapsed = _wait(pid, float(request["timeout_s"]))
-        out.write(
-            json.dumps({"timed_out": timed_out, "exit_code": code, "elapsed": elapsed}) + "\n"
-        )
-        out.flush()
+            os.close(read_fd)
+            _judge_child(request, write_fd, log_path)
+        os.close(write_fd)
+        return pid, read_fd, ""
+    workdir = tempfile.mkdtemp(prefix="c", dir=(root / "work") if root else jobs)
+    if root is not None:
+        os.chown(workdir, *_owner(root))
+    pid = os.fork()
+    if pid == 0:
+        _candidate_child(request, log_path, workdir)
+    sys.stdout.write(json.dumps({"pid": pid}) + "\n")
+    sys.stdout.flush()
+    return pid, None, workdir
+
+
+def _owner(path: Path) -> tuple[int, int]:
+    st = path.stat()
+    return st.st_uid, st.st_gid
 
 
 if __name__ == "__main__":
-    serve(sys.argv[1] if len(sys.argv) > 1 else "cpu")
+    serve(
+        sys.argv[1] if len(sys.argv) > 1 else "cpu",
+        sys.argv[2] if len(sys.argv) > 2 else "judge",
+    )

@@ -29,6 +29,21 @@ FORBIDDEN_MODULES = {
     "torch._dynamo": "(b) torch.compile generates the kernel instead of the candidate",
     "torch._inductor": "(b) torch.compile generates the kernel instead of the candidate",
     "torch.utils._python_dispatch": "(b) the candidate must not touch the dispatch machinery",
+    "torch.library": "(b) registering op overrides replaces PyTorch's kernels, not yours",
+    "torch.jit": "(d) forked or scripted work runs outside the recorder and the timed stream",
+    "torch.futures": "(d) asynchronous work escapes the recorder and the timed stream",
+    "torch.hub": "(e) dynamic imports hide what the candidate uses",
+    "torch.overrides": "(b) the candidate must not touch the dispatch machinery",
+    "torch._C": "(b) PyTorch's private C bindings can switch off the op recorder",
+    "numpy": "(b) NumPy computes on the CPU outside your kernel",
+    "ctypes": "(e) raw memory access reaches outside the candidate's own tensors",
+    "cffi": "(e) raw memory access reaches outside the candidate's own tensors",
+    "signal": "(d) signals are not a kernel's business",
+    "pickle": "(e) unpickling runs arbitrary code",
+    "marshal": "(e) code objects hide what the candidate runs",
+    "builtins": "(e) the candidate must not reach into the interpreter's builtins",
+    "triton.runtime.interpreter": "(e) detecting or changing the judge's interpreter",
+    "triton.knobs": "(e) detecting or changing the judge's configuration",
 }
 """Module (or package prefix) -> why importing it is rejected."""
 
@@ -66,11 +81,50 @@ TIMING_ATTRIBUTES = {
     "inspect.stack": "(e) walking stack frames can reach the reference's output",
     "inspect.currentframe": "(e) walking stack frames can reach the reference's output",
     "torch._C._get_dispatch_mode": "(b) the candidate must not detect the op recorder",
+    "torch.set_default_dtype": "(b) the default dtype belongs to the judge",
+    "torch.set_default_tensor_type": "(b) the default dtype belongs to the judge",
+    "torch.set_default_device": "(b) the default device belongs to the judge",
+    "torch.ops": "(b) aten ops called directly still do the work in PyTorch",
+    "torch.nn.modules.module.register_module_forward_hook": "(b) global module hooks",
+    "torch.nn.modules.module.register_module_forward_pre_hook": "(b) global module hooks",
+    "torch.nn.modules.module.register_module_full_backward_hook": "(b) global module hooks",
+    "os.environ": "(e) reading the environment detects the judge (TRITON_INTERPRET)",
+    "os.environb": "(e) reading the environment detects the judge",
+    "os.getenv": "(e) reading the environment detects the judge (TRITON_INTERPRET)",
+    "os.putenv": "(e) changing the environment changes the judge's configuration",
+    "os.getpid": "(e) process ids detect the judge",
+    "os.getppid": "(e) process ids detect the judge",
+    "sys.argv": "(e) the command line detects the judge",
+    "sys.settrace": "(e) tracing hooks reach into other code",
+    "sys.setprofile": "(e) profiling hooks reach into other code",
 }
 """Dotted attribute (after alias resolution) -> why using it is rejected."""
 
 FRAME_ATTRIBUTES = {"f_back", "f_locals", "f_globals", "tb_frame", "gi_frame", "cr_frame"}
 """Frame attributes: reading them walks the stack toward the reference's output."""
+
+DUNDER_ATTRIBUTES = {
+    "__dict__": "(d) writing into namespaces patches library functions out of sight",
+    "__globals__": "(e) function globals reach other modules",
+    "__builtins__": "(e) the candidate must not reach into the interpreter's builtins",
+    "__code__": "(e) code objects hide what the candidate runs",
+    "__closure__": "(e) closures of other code are off limits",
+    "__subclasses__": "(e) walking the class tree reaches the judge's machinery",
+    "__class__": "(b) changing a tensor's class makes it do work where outputs are judged",
+    "__torch_function__": "(b) tensor subclasses do work where outputs are judged",
+    "__torch_dispatch__": "(b) tensor subclasses do work where outputs are judged",
+    "__setattr__": "(d) bypassing assignment checks patches library functions",
+}
+"""Dunder attributes a candidate may not touch, with why."""
+
+CONVERSION_METHODS = {"tolist", "numpy", "__array__"}
+"""Tensor methods that move the work to Python or NumPy."""
+
+HOOK_METHODS = {"_pop_mode", "_push_mode", "_set_dispatch_mode", "_disable_current_modes"}
+"""Dispatch-mode internals (popping the op recorder)."""
+
+JUDGE_WORDS = ("INTERPRET", "/proc/", "upskills.verify", "upskills-", "upskills_reference")
+"""String literals that can only serve to detect or reach the judge."""
 
 PROTECTED_ROOTS = {"torch", "triton", "time", "numpy", "builtins", "os", "sys", "functools"}
 """Modules whose attributes a candidate must not assign (patched timers, synchronize, ...)."""
@@ -89,6 +143,8 @@ class StaticIssue:
     """1-based line in the candidate."""
     message: str
     """What is wrong, with ``file:line`` in front."""
+    rule: str = "syntax"
+    """Which static rule fired (``forbidden_import``, ``torch_compute``, ...)."""
 
 
 def parse_candidate(source: str, filename: str) -> tuple[ast.Module | None, StaticIssue | None]:
@@ -141,10 +197,12 @@ class _GuardVisitor(ast.NodeVisitor):
         self.issues: list[StaticIssue] = []
         self.in_kernel = 0
 
-    def _flag(self, node: ast.AST, why: str) -> None:
+    def _flag(self, node: ast.AST, why: str, rule: str = "") -> None:
         line = getattr(node, "lineno", 0)
         self.issues.append(
-            StaticIssue(ErrorClass.GUARD, line, f"{self.filename}:{line}: guard {why}")
+            StaticIssue(
+                ErrorClass.GUARD, line, f"{self.filename}:{line}: guard {why}", rule or _rule(why)
+            )
         )
 
     def _resolve(self, node: ast.AST) -> str | None:
@@ -195,17 +253,63 @@ class _GuardVisitor(ast.NodeVisitor):
     def visit_Attribute(self, node: ast.Attribute) -> None:
         if node.attr in FRAME_ATTRIBUTES:
             self._flag(node, f"(e) walking stack frames can reach the reference: .{node.attr}")
+        elif node.attr in DUNDER_ATTRIBUTES:
+            self._flag(node, f"{DUNDER_ATTRIBUTES[node.attr]}: uses .{node.attr}", "namespace")
+        elif node.attr in CONVERSION_METHODS:
+            self._flag(
+                node,
+                f"(b) .{node.attr}() moves the work to Python/NumPy instead of your kernel",
+                "python_fallback",
+            )
+        elif node.attr in HOOK_METHODS:
+            self._flag(node, f"(b) .{node.attr} pops or pushes the op recorder", "dispatch")
         full = self._resolve(node)
-        if full is not None and isinstance(node.ctx, ast.Load):
-            self._check_name(node, full)
+        if full is not None:
+            if isinstance(node.ctx, ast.Load):
+                self._check_name(node, full)
+            head = full.split(".")
+            if head[0] in {"torch", "triton"} and any(
+                part.startswith("_") and not part.startswith("__") for part in head[1:]
+            ):
+                self._flag(node, f"(b) uses the library's private {full}", "private_api")
+            if self.in_kernel and head[0] in {"torch", "numpy", "np"} and len(head) > 1:
+                self._flag(
+                    node,
+                    f"(b) {full} inside a @triton.jit kernel runs only under the interpreter",
+                    "torch_in_kernel",
+                )
+        self.generic_visit(node)
+
+    def visit_Constant(self, node: ast.Constant) -> None:
+        if isinstance(node.value, str) and any(w in node.value for w in JUDGE_WORDS):
+            self._flag(node, f"(e) the string {node.value!r} detects or reaches the judge", "judge")
+
+    def visit_ClassDef(self, node: ast.ClassDef) -> None:
+        for base in node.bases:
+            if self._resolve(base) in {"torch.Tensor", "torch._tensor.Tensor"}:
+                self._flag(
+                    node,
+                    "(b) a torch.Tensor subclass can do work where outputs are judged",
+                    "tensor_subclass",
+                )
         self.generic_visit(node)
 
     def visit_Name(self, node: ast.Name) -> None:
         if isinstance(node.ctx, ast.Load):
             if node.id == "Model" and not self.defines_model:
                 self._flag(node, "(e) uses the reference's Model: ModelNew must compute itself")
-            elif node.id in {"__import__", "globals", "vars"}:
-                self._flag(node, f"(e) {node.id}() hides what the candidate reaches")
+            elif node.id in {
+                "__import__",
+                "__builtins__",
+                "globals",
+                "vars",
+                "eval",
+                "exec",
+                "compile",
+                "locals",
+                "breakpoint",
+            }:
+                self._flag(node, f"(e) {node.id}() hides what the candidate reaches", "dynamic")
             elif node.id in self.aliases and node.id != self.aliases[node.id]:
                 self._check_name(node, self.aliases[node.id])
 
@@ -246,8 +350,29 @@ class _GuardVisitor(ast.NodeVisitor):
         name = self._resolve(node.func)
         if name in {"setattr", "delattr"} and node.args:
             root = self._resolve(node.args[0])
-            if root is not None and root.split(".")[0] in PROTECTED_ROOTS:
-                self._flag(node, f"(d) {name}() on {root}: library functions are off limits")
+            if root != "self":
+                self._flag(
+                    node,
+                    f"(d) {name}() on {root or 'an object'}: only ModelNew's own attributes",
+                    "library_patch",
+                )
+        if name in {"getattr", "hasattr"} and len(node.args) >= 2:
+            key = node.args[1]
+            if isinstance(key, ast.Constant) and isinstance(key.value, str):
+                root = self._resolve(node.args[0])
+                if root is not None:
+                    self._check_name(node, f"{root}.{key.value}")
+                    if key.value.startswith("_") or key.value in CONVERSION_METHODS:
+                        self._flag(node, f"(e) getattr of {key.value!r} hides it", "dynamic")
+            else:
+                self._flag(
+                    node, "(e) getattr with a computed name hides what it reaches", "dynamic"
+                )
+        if isinstance(node.func, ast.Attribute) and node.func.attr in {
+            "register_forward_hook",
+            "register_forward_pre_hook",
+        }:
+            self._flag(node, "(b) forward hooks run code around forward", "module_hooks")
         self.generic_visit(node)
 
 
@@ -288,6 +413,7 @@ def _cache_issues(cls: ast.ClassDef, filename: str) -> list[StaticIssue]:
                         dec.lineno,
                         f"{filename}:{dec.lineno}: guard (c) @{name} on ModelNew.{item.name} "
                         "returns cached results instead of computing them",
+                        "cache",
                     )
                 )
         if item.name != "forward":
@@ -310,6 +436,7 @@ def _cache_issues(cls: ast.ClassDef, filename: str) -> list[StaticIssue]:
                             line,
                             f"{filename}:{line}: guard (c) forward stores results keyed by its "
                             "inputs (a cache of results is not a kernel)",
+                            "cache",
                         )
                     )
     return issues
@@ -335,3 +462,132 @@ def static_guards(tree: ast.Module, filename: str) -> list[StaticIssue]:
         if isinstance(node, ast.ClassDef) and node.name == "ModelNew":
             issues.extend(_cache_issues(node, filename))
     return sorted(issues, key=lambda issue: issue.line)
+
+
+def _rule(why: str) -> str:
+    """A rule name for a guard message without an explicit one."""
+    text = why.lower()
+    for key, rule in (
+        ("imports", "forbidden_import"),
+        ("timing", "timing"),
+        ("stream", "timing"),
+        ("graph", "timing"),
+        ("stack frames", "frame_walk"),
+        ("reference's model", "reference_model"),
+        ("patches", "library_patch"),
+        ("@ operator", "torch_compute"),
+        ("main computation", "torch_compute"),
+        ("default", "default_dtype"),
+        ("environment", "judge"),
+        ("process ids", "judge"),
+        ("command line", "judge"),
+        ("hooks", "module_hooks"),
+        ("exit status", "exit"),
+        ("relative imports", "forbidden_import"),
+    ):
+        if key in text:
+            return rule
+    return "static"
+
+
+def _names_in(node: ast.AST) -> set[str]:
+    return {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
+
+
+def _pointer_base(node: ast.AST) -> str | None:
+    """The leftmost name of ``ptr + offsets`` (the pointer argument a load/store targets)."""
+    while isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
+        node = node.left
+    return node.id if isinstance(node, ast.Name) else None
+
+
+def _is_load(node: ast.AST) -> bool:
+    return any(
+        isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == "load"
+        for n in ast.walk(node)
+    )
+
+
+def _derived(fn: ast.FunctionDef) -> tuple[set[str], set[str]]:
+    """Names computed from ``tl.program_id`` (index arithmetic) and names holding loaded data.
+
+    A value read with ``tl.load`` is data, even when its address depends on the program id:
+    an index made from data (a histogram's bin) can collide across programs.
+    """
+    pid: set[str] = set()
+    data: set[str] = set()
+    assigns: list[tuple[set[str], ast.AST]] = []
+    for node in ast.walk(fn):
+        if isinstance(node, ast.Assign):
+            targets: set[str] = set()
+            for t in node.targets:
+                targets |= _names_in(t)
+            assigns.append((targets, node.value))
+        elif isinstance(node, ast.AugAssign):
+            assigns.append((_names_in(node.target), node.value))
+        elif isinstance(node, ast.For):
+            assigns.append((_names_in(node.target), node.iter))
+    changed = True
+    while changed:
+        changed = False
+        for targets, value in assigns:
+            names = _names_in(value)
+            if (_is_load(value) or names & data) and not targets <= data:
+                data |= targets
+                changed = True
+            uses_pid = any(
+                isinstance(n, ast.Attribute) and n.attr == "program_id" for n in ast.walk(value)
+            )
+            if (uses_pid or names & pid) and not targets <= pid:
+                pid |= targets
+                changed = True
+    return pid - data, data
+
+
+def race_notes(tree: ast.Module, filename: str) -> list[str]:
+    """Non-atomic read-modify-writes across programs, which the CPU interpreter cannot show.
+
+    A ``@triton.jit`` kernel that uses ``tl.program_id`` and both loads from and stores to a
+    pointer at offsets that do not depend on the program id makes every program update the same
+    elements: on a GPU the programs race; in the interpreter, which runs them one after another,
+    the result comes out right.
+
+    Returns:
+        One message per such pointer, ``file:line`` first.
+    """
+    notes: list[str] = []
+    for fn in ast.walk(tree):
+        if not (isinstance(fn, ast.FunctionDef) and _is_kernel_def(fn)):
+            continue
+        uses_pid = any(
+            isinstance(n, ast.Attribute) and n.attr == "program_id" for n in ast.walk(fn)
+        )
+        if not uses_pid:
+            continue
+        private, data = _derived(fn)
+        loads: set[str] = set()
+        stores: list[tuple[str, ast.Call]] = []
+        for node in ast.walk(fn):
+            if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)):
+                continue
+            if not node.args:
+                continue
+            base = _pointer_base(node.args[0])
+            if base is None:
+                continue
+            if node.func.attr == "load":
+                loads.add(base)
+            elif node.func.attr == "store":
+                offsets = _names_in(node.args[0]) - {base}
+                if not offsets & private or offsets & data:
+                    stores.append((base, node))
+        for base, node in stores:
+            if base in loads:
+                notes.append(
+                    f"{filename}:{node.lineno}: kernel {fn.name} loads and stores {base!r} at "
+                    "offsets that are not private to the program (not from tl.program_id, or "
+                    "made from loaded data): programs can update the same elements without "
+                    "atomics (a race on a GPU, invisible on CPU); use tl.atomic_add or give "
+                    "each program its own elements"
+                )
+    return notes

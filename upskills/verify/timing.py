@@ -68,6 +68,8 @@ def time_cuda(
     flush_bytes: int = L2_FLUSH_BYTES,
     before_each: Callable[[int], Any] | None = None,
     keep_last: int = 1,
+    max_reps: int = 2000,
+    times_out: list[float] | None = None,
 ) -> tuple[Timing, list[tuple[Any, Any]]]:
     """Time ``fn()`` on the current CUDA device.
 
@@ -80,6 +82,8 @@ def time_cuda(
         before_each: Called (untimed, before the L2 flush) with the call's index; whatever it
             returns is paired with that call's output (e.g. which inputs it loaded).
         keep_last: How many of the last calls' outputs to return (kept alive meanwhile).
+        max_reps: At most this many timed calls.
+        times_out: When given, each timed call's time (ms) is appended to it.
 
     Returns:
         ``(timing, last)``: the statistics and ``(tag, output)`` of the last ``keep_last``
@@ -104,8 +108,12 @@ def time_cuda(
     for _ in range(max(1, warmup)):
         one()
     estimate = [one() for _ in range(3)]
-    reps = plan_reps(statistics.median(estimate), min_reps=min_reps, target_s=target_s)
+    reps = plan_reps(
+        statistics.median(estimate), min_reps=min_reps, target_s=target_s, max_reps=max_reps
+    )
     times = [one() for _ in range(reps)]
+    if times_out is not None:
+        times_out.extend(times)
     return summarize(times), last
 
 

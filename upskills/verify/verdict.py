@@ -44,8 +44,22 @@ class ErrorClass(StrEnum):
     """The candidate modified its inputs."""
     GUARD = "guard"
     """A guard against reward hacking fired (no own kernel, reference ops, caching, timing)."""
+    TIMING = "timing"
+    """The candidate's own timings disagree with the judge's clock (or timing failed)."""
     TASK = "task"
     """The task itself could not be loaded or run (a bad reference, not the candidate's fault)."""
+
+
+class VerdictStage(StrEnum):
+    """The stages of a check, in order; a Verdict names the last one reached."""
+
+    PARSE = "parse"
+    GUARDS = "guards"
+    IMPORT = "import"
+    INTERFACE = "interface"
+    CORRECTNESS = "correctness"
+    TIMING = "timing"
+    DONE = "done"
 
 
 class VariantResult(BaseModel):
@@ -57,6 +71,10 @@ class VariantResult(BaseModel):
     """Shape variant name."""
     seed: int
     """Seed used to draw the inputs."""
+    domain: str = "normal"
+    """Input domain of this trial (``normal`` or an adversarial one, see ``verify.domains``)."""
+    shape: dict[str, int | float | str | bool | list[int]] = Field(default_factory=dict)
+    """Globals of the drawn shape (random variants only)."""
     passed: bool
     """Whether this trial matched the reference."""
     error_class: ErrorClass | None = None
@@ -97,8 +115,8 @@ class Verdict(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    schema_version: Literal[1] = 1
-    """Version of this record's layout."""
+    schema_version: Literal[1, 2] = 2
+    """Version of this record's layout (1: before the judge/candidate split)."""
     task: str
     """Task name."""
     task_hash: str
@@ -113,10 +131,18 @@ class Verdict(BaseModel):
     """True only when every stage run passed."""
     error_class: ErrorClass | None = None
     """Why the candidate failed, or None."""
-    stage: str = "done"
-    """Last stage reached: parse, guards, import, correctness, timing, done."""
+    stage: VerdictStage = VerdictStage.DONE
+    """Last stage reached: parse, guards, import, interface, correctness, timing, done."""
+    guard: str | None = None
+    """The guard that fired (``static:<rule>``, ``no_launch``, ``torch_compute``, ...), if any."""
     message: str = ""
     """What went wrong and where, or a one-line summary on success."""
+    seed: int | None = None
+    """The check's seed: every trial's inputs and the random shape derive from it (replay)."""
+    notes: list[str] = Field(default_factory=list)
+    """What this check could not see (CPU: races, timing) and other caveats."""
+    stage_seconds: dict[str, float] = Field(default_factory=dict)
+    """Wall time per stage (judge side): cost breakdown of the check."""
     variants: list[VariantResult] = Field(default_factory=list)
     """Per-variant, per-seed correctness results."""
     timing_status: Literal["measured", "unavailable", "skipped", "failed"] = "unavailable"

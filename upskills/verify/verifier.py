@@ -1,29 +1,34 @@
 """The verifier: ``check(task, candidate) -> Verdict`` and the reusable :class:`Verifier`.
 
 Stages, in order: parse (syntax, with line) -> static guards -> import/compile -> interface ->
-correctness (seeds x variants, run-time guards) -> timing (GPU) -> speedup (against cached
-baselines). Parsing and static guards run here, in the caller's process; everything that
-executes the candidate runs in a fresh child forked from a warm worker
-(:mod:`upskills.verify.sandbox`), so a hang or crash costs one verdict and nothing else.
+correctness (seeds x shapes x input domains, run-time guards) -> timing (GPU) -> speedup
+(against cached baselines). Parsing and static guards run here, in the caller's process. Then
+two fresh processes run side by side: the judge (:mod:`upskills.verify.judge`: inputs,
+reference, comparison) and the candidate (:mod:`upskills.verify.candidate_host`), each forked
+from its own warm worker (:mod:`upskills.verify.sandbox`). The candidate's process only ever
+hands back outputs, into the judge's buffers, and timings the judge cross-checks; a hang or
+crash there costs one verdict and nothing else.
 """
 
 from __future__ import annotations
 
-import hashlib
 import re
-import shutil
+import secrets
 import signal
-import tempfile
+import threading
 import time
 from pathlib import Path
 from types import TracebackType
 from typing import Any
 
+from upskills.core.device import resolve_device as core_resolve_device
+from upskills.core.hashing import kernel_hash
 from upskills.tasks.model import Task
+from upskills.verify.judge import JudgeJob, JudgeResult
 from upskills.verify.options import CheckOptions
 from upskills.verify.sandbox import JobOutcome, Zygote
-from upskills.verify.static import parse_candidate, static_guards
-from upskills.verify.verdict import ErrorClass, Timing, VariantResult, Verdict
+from upskills.verify.static import parse_candidate, race_notes, static_guards
+from upskills.verify.verdict import ErrorClass, Verdict, VerdictStage
 
 BASELINE_TIMEOUT_S = 900.0
 """Time limit of one baseline measurement (torch.compile can take minutes)."""
@@ -32,19 +37,15 @@ _FRAME = re.compile(r'File "(?P<file>[^"]+)", line (?P<line>\d+) in (?P<func>\S+
 
 
 def resolve_device(device: str) -> str:
-    """``auto`` -> ``cuda`` when torch sees a GPU, else ``cpu``; validates the others."""
-    if device not in ("auto", "cpu", "cuda"):
-        raise ValueError(f"device must be 'auto', 'cpu' or 'cuda', not {device!r}")
-    if device == "cpu":
-        return device
+    """``auto``, ``cpu`` or ``cuda`` -> ``cpu`` or ``cuda`` (see :mod:`upskills.core.device`).
+
+    The verifier itself needs torch even on CPU: a clear error says which extra installs it.
+    """
     try:
-        import torch
+        import torch  # noqa: F401  # pyright: ignore[reportUnusedImport]
     except ImportError as exc:
         raise ValueError("the verifier needs torch: pip install 'upskills[kernels]'") from exc
-    available = torch.cuda.is_available()
-    if device == "cuda" and not available:
-        raise ValueError("device 'cuda' requested but torch sees no CUDA GPU; use --device cpu")
-    return "cuda" if available else "cpu"
+    return core_resolve_device(device)
 
 
 def resolve_task(task: Task | str | Path) -> Task:
@@ -68,16 +69,22 @@ def resolve_candidate(candidate: str | Path) -> tuple[str, str]:
     return candidate, "candidate.py"
 
 
-def source_hash(source: str) -> str:
-    """sha256 of the candidate source, 16 hex chars."""
-    return hashlib.sha256(source.encode()).hexdigest()[:16]
+def sandbox_user_differs() -> bool:
+    """True when candidates run as another user (root drops them to ``nobody``)."""
+    import os
+
+    if os.geteuid() != 0 or os.environ.get("UPSKILLS_SANDBOX_USER", "nobody") == "none":
+        return False
+    from upskills.verify.candidate_host import runtime_readable_by_others
+
+    return runtime_readable_by_others()
 
 
 def _where_in_log(log: str, path: str, display: str) -> str:
     """Innermost ``display:line in func`` of a faulthandler dump in the child's log."""
     where = ""
     for m in _FRAME.finditer(log):
-        if m.group("file") == path:
+        if m.group("file") == path or m.group("file").endswith(path):
             where = f"{display}:{m.group('line')} in {m.group('func')}"
             break  # faulthandler prints the innermost frame first
     return where
@@ -95,16 +102,17 @@ def _death_message(outcome: JobOutcome, path: str, display: str) -> str:
     where = _where_in_log(outcome.log_tail, path, display)
     lines = outcome.log_tail.splitlines()
     fatal = [ln.strip() for ln in lines if ln.startswith(("Fatal Python error", "CUDA error"))]
-    ours = [ln.strip().replace(path, display) for ln in lines if path in ln]
-    if not fatal and not ours:  # no faulthandler dump: show the end of the output
-        ours = [ln.strip() for ln in lines[-6:]]
+    ours = [ln.strip() for ln in lines if path in ln]
+    if not ours:  # the innermost frames of the dump (or the end of the output)
+        frames = [ln.strip() for ln in lines if ln.strip().startswith("File ")]
+        ours = frames[:4] if frames else [ln.strip() for ln in lines[-6:]]
     detail = "\n".join(["", *fatal[:2], *ours[:8]]).rstrip()
     at = f" at {where}" if where else ""
     return f"{display}: the worker process {how}{at} (segfault, abort or fatal error){detail}"
 
 
 class Verifier:
-    """A reusable checker: a warm worker per device, a fresh child per candidate.
+    """A reusable checker: a judge and a candidate worker per device, fresh children per check.
 
     Args:
         device: ``auto``, ``cpu`` (Triton interpreter, correctness only) or ``cuda``.
@@ -117,8 +125,7 @@ class Verifier:
         self.device = resolve_device(device)
         self.options = options or CheckOptions()
         self._zygote: Zygote | None = None
-        self._tmp = tempfile.TemporaryDirectory(prefix="upskills-candidates-")
-        self._count = 0
+        self._candidates: Zygote | None = None
 
     def __enter__(self) -> Verifier:
         return self
@@ -132,18 +139,26 @@ class Verifier:
         self.close()
 
     def close(self) -> None:
-        """Stop the worker process and remove temporary files."""
-        if self._zygote is not None:
-            self._zygote.close()
-            self._zygote = None
-        self._tmp.cleanup()
+        """Stop the worker processes."""
+        for zygote in (self._zygote, self._candidates):
+            if zygote is not None:
+                zygote.close()
+        self._zygote = None
+        self._candidates = None
 
     @property
     def zygote(self) -> Zygote:
-        """The warm worker (started on first use)."""
+        """The judge's warm worker (started on first use)."""
         if self._zygote is None:
-            self._zygote = Zygote(self.device)
+            self._zygote = Zygote(self.device, "judge")
         return self._zygote
+
+    @property
+    def candidates(self) -> Zygote:
+        """The candidates' warm worker (started on first use)."""
+        if self._candidates is None:
+            self._candidates = Zygote(self.device, "candidate")
+        return self._candidates
 
     def _variants(self, task: Task, options: CheckOptions) -> list[str]:
         variants = task.all_variants()
@@ -157,7 +172,9 @@ class Verifier:
                 )
             variants = [v for v in variants if v.name in options.variants]
         if self.device == "cpu":
-            variants = [v for v in variants if v.cpu]
+            variants = [v for v in variants if v.cpu] or [
+                v for v in variants if v.main and len(task.all_variants()) == 1
+            ]
         return [v.name for v in variants]
 
     def check(
@@ -177,62 +194,92 @@ class Verifier:
         options = options or self.options
         task = resolve_task(task)
         source, display = resolve_candidate(candidate)
+        seed = options.seed if options.seed is not None else secrets.randbelow(2**31)
         verdict = Verdict(
             task=task.name,
             task_hash=task.hash,
-            candidate_hash=source_hash(source),
+            candidate_hash=kernel_hash(source),
             device=self.device,
             passed=False,
+            seed=seed,
             timing_status="unavailable" if self.device == "cpu" else "skipped",
         )
-        self._judge(verdict, task, source, display, options)
+        self._judge(verdict, task, source, display, options, seed)
         verdict.duration_s = round(time.monotonic() - start, 3)
         return verdict
 
     def _judge(
-        self, verdict: Verdict, task: Task, source: str, display: str, options: CheckOptions
+        self,
+        verdict: Verdict,
+        task: Task,
+        source: str,
+        display: str,
+        options: CheckOptions,
+        seed: int,
     ) -> None:
+        t0 = time.monotonic()
         tree, issue = parse_candidate(source, display)
         if tree is None:
             assert issue is not None
-            verdict.error_class, verdict.stage, verdict.message = (
-                issue.error_class,
-                "parse",
-                issue.message,
-            )
+            verdict.error_class, verdict.stage = issue.error_class, VerdictStage.PARSE
+            verdict.message = issue.message
             return
         issues = static_guards(tree, display)
+        verdict.stage_seconds["static"] = round(time.monotonic() - t0, 4)
         if issues:
             more = f" (+{len(issues) - 1} more)" if len(issues) > 1 else ""
-            verdict.error_class, verdict.stage = ErrorClass.GUARD, "guards"
+            verdict.error_class, verdict.stage = ErrorClass.GUARD, VerdictStage.GUARDS
+            verdict.guard = f"static:{issues[0].rule}"
             verdict.message = issues[0].message + more
             return
+        notes = []
+        if self.device == "cpu":
+            notes = [f"static race check: {n}" for n in race_notes(tree, display)]
         variants = self._variants(task, options)
         if not variants:
-            verdict.error_class, verdict.stage = ErrorClass.TASK, "correctness"
+            verdict.error_class, verdict.stage = ErrorClass.TASK, VerdictStage.CORRECTNESS
             verdict.message = f"task {task.name!r} has no variant small enough for the CPU"
             return
-        self._count += 1
-        folder = Path(self._tmp.name) / f"c{self._count}"
-        folder.mkdir()
-        path = folder / (display if display.endswith(".py") else "candidate.py")
-        path.write_text(source)
-        payload = {
-            "task": task.model_dump(mode="json"),
-            "path": str(path),
+        if notes and options.races == "fail":
+            verdict.error_class, verdict.stage = ErrorClass.GUARD, VerdictStage.GUARDS
+            verdict.guard = "race"
+            verdict.message = notes[0]
+            return
+        address = f"upskills-{secrets.token_hex(16)}"
+        job = JudgeJob(
+            task=task,
+            device=self.device,
+            address=address,
+            display=display,
+            variants=variants,
+            seeds=options.seeds,
+            seed=seed,
+            random_shape=options.random_shape,
+            timing=options.timing,
+            timeout_s=options.timeout_s,
+            share_with_others=self.device == "cpu" and sandbox_user_differs(),
+            static_notes=notes,
+        )
+        cand_payload = {
+            "source": source,
             "display": display,
             "device": self.device,
-            "seeds": options.seeds,
-            "variants": variants,
-            "timing": options.timing,
-            "main_variant": task.main_variant().name,
-            "timeout_s": options.timeout_s,
+            "address": address,
         }
-        try:
-            outcome = self.zygote.run("check", payload, options.timeout_s)
-        finally:
-            shutil.rmtree(folder, ignore_errors=True)
-        self._apply(verdict, outcome, str(path), display, options)
+        box: dict[str, JobOutcome] = {}
+
+        def run_candidate() -> None:
+            box["outcome"] = self.candidates.run("candidate", cand_payload, options.timeout_s + 5)
+
+        thread = threading.Thread(target=run_candidate, daemon=True)
+        thread.start()
+        outcome = self.zygote.run("judge", job.model_dump(mode="json"), options.timeout_s + 30)
+        lost = (outcome.result or {}).get("candidate_lost")
+        thread.join(timeout=0 if lost == "timeout" else 3.0)
+        if thread.is_alive():
+            self.candidates.stop_child(dump_first=True)
+            thread.join(timeout=30.0)
+        self._apply(verdict, outcome, box.get("outcome"), display, options)
         if verdict.passed and verdict.timing is not None and options.baselines:
             self._speedups(verdict, task, options)
 
@@ -240,43 +287,62 @@ class Verifier:
         self,
         verdict: Verdict,
         outcome: JobOutcome,
-        path: str,
+        cand: JobOutcome | None,
         display: str,
         options: CheckOptions,
     ) -> None:
-        if outcome.timed_out:
-            where = _where_in_log(outcome.log_tail, path, display)
+        if outcome.result is None or "internal_error" in outcome.result:
+            internal = (outcome.result or {}).get("internal_error") or outcome.log_tail[-2000:]
+            verdict.error_class, verdict.stage = ErrorClass.RUNTIME, VerdictStage.CORRECTNESS
+            verdict.message = (
+                f"internal verifier error (not the candidate's fault?):\n{internal}"
+                if not outcome.timed_out
+                else "the judge did not finish in time (internal error)"
+            )
+            return
+        result = JudgeResult.model_validate(outcome.result)
+        verdict.variants = result.variants
+        verdict.env = dict(result.env)
+        verdict.gpu = verdict.env.get("gpu")
+        verdict.notes = list(result.notes)
+        verdict.stage_seconds.update(result.stage_seconds)
+        if self.device == "cuda":
+            verdict.timing_status = result.timing_status  # type: ignore[assignment]
+        verdict.timing = result.timing
+        if result.candidate_lost is not None:
+            self._lost(verdict, result, cand, display, options)
+            return
+        verdict.passed = result.passed
+        verdict.error_class = result.error_class
+        verdict.guard = result.guard
+        verdict.stage = VerdictStage.DONE if result.passed else result.stage
+        verdict.message = result.message
+
+    def _lost(
+        self,
+        verdict: Verdict,
+        result: JudgeResult,
+        cand: JobOutcome | None,
+        display: str,
+        options: CheckOptions,
+    ) -> None:
+        """The candidate's process hung or died: say where, from its own output."""
+        log = cand.log_tail if cand is not None else ""
+        path_marker = f"/{display}" if display.endswith(".py") else "/candidate.py"
+        verdict.passed = False
+        verdict.stage = VerdictStage.CORRECTNESS if result.variants else VerdictStage.IMPORT
+        if result.candidate_lost == "timeout" or (cand is not None and cand.timed_out):
+            where = _where_in_log(log, path_marker, display)
             at = f" (it was at {where})" if where else ""
-            verdict.error_class, verdict.stage = ErrorClass.TIMEOUT, "correctness"
+            verdict.error_class = ErrorClass.TIMEOUT
             verdict.message = (
                 f"{display}: did not finish within {options.timeout_s:g} s{at}; "
-                "the worker was killed (infinite loop or hang?)"
+                "the candidate's process was killed (infinite loop or hang?)"
             )
             return
-        result = outcome.result
-        if result is None:
-            verdict.error_class, verdict.stage = ErrorClass.CRASH, "correctness"
-            verdict.message = _death_message(outcome, path, display)
-            return
-        if "internal_error" in result:
-            verdict.error_class, verdict.stage = ErrorClass.RUNTIME, "correctness"
-            verdict.message = (
-                f"internal verifier error (not the candidate's fault?):\n{result['internal_error']}"
-            )
-            return
-        verdict.passed = bool(result.get("passed"))
-        verdict.error_class = (
-            ErrorClass(result["error_class"]) if result.get("error_class") else None
-        )
-        verdict.stage = "done" if verdict.passed else result.get("stage", "correctness")
-        verdict.message = result.get("message", "")
-        verdict.variants = [VariantResult.model_validate(v) for v in result.get("variants", [])]
-        verdict.env = dict(result.get("env", {}))
-        verdict.gpu = verdict.env.get("gpu")
-        if self.device == "cuda":
-            verdict.timing_status = result.get("timing_status", "skipped")
-        if result.get("timing"):
-            verdict.timing = Timing.model_validate(result["timing"])
+        verdict.error_class = ErrorClass.CRASH
+        fake = JobOutcome(None, False, cand.exit_code if cand else None, log, 0.0)
+        verdict.message = _death_message(fake, path_marker, display)
 
     def _speedups(self, verdict: Verdict, task: Task, options: CheckOptions) -> None:
         entry = self.baseline(task, verdict.env.get("gpu", ""), verdict.env.get("torch", ""))

@@ -1,14 +1,13 @@
-"""The child side of a check: import the candidate, check its interface, run the trials.
+"""Shared pieces of the verifier's child processes: stage failures, exceptions, imports, jobs.
 
-Runs inside a fresh process forked for one candidate (see :mod:`upskills.verify.sandbox`), so
-whatever the candidate does to the interpreter dies with it. Returns a plain dict the parent
-turns into a :class:`~upskills.verify.verdict.Verdict`.
+:func:`run_job` is the entry point of a judge child (see :mod:`upskills.verify.sandbox`);
+:func:`import_candidate` and the exception helpers serve the candidate's process
+(:mod:`upskills.verify.candidate_host`).
 """
 
 from __future__ import annotations
 
 import importlib.util
-import inspect
 import platform
 import sys
 import traceback
@@ -31,11 +30,14 @@ _CUDA_FATAL = (
 class StageFailure(Exception):
     """A check stage failed; carries the error class, the stage and the message."""
 
-    def __init__(self, error_class: ErrorClass, stage: str, message: str) -> None:
+    def __init__(
+        self, error_class: ErrorClass, stage: str, message: str, guard: str | None = None
+    ) -> None:
         super().__init__(message)
         self.error_class = error_class
         self.stage = stage
         self.message = message
+        self.guard = guard
 
 
 def candidate_location(exc: BaseException, path: str, display: str) -> str:
@@ -97,76 +99,6 @@ def import_candidate(path: str, display: str) -> types.ModuleType:
     return module
 
 
-def _params(fn: Any) -> list[inspect.Parameter]:
-    params = list(inspect.signature(fn).parameters.values())
-    return params[1:] if params and params[0].name == "self" else params
-
-
-def _signature_text(cls_name: str, method: str, params: list[inspect.Parameter]) -> str:
-    return f"{cls_name}.{method}(self{''.join(', ' + str(p) for p in params)})"
-
-
-def check_signature(ref_fn: Any, cand_fn: Any, method: str, display: str, line: int) -> None:
-    """Raise INTERFACE unless the candidate accepts the reference's arguments by name.
-
-    The candidate's parameters must start with the reference's, same names and order; extra
-    parameters need defaults; ``*args``/``**kwargs`` accept anything in their position.
-    """
-    ref = _params(ref_fn)
-    cand = _params(cand_fn)
-    var_kinds = (inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD)
-    problem = ""
-    for i, rp in enumerate(ref):
-        if rp.kind in var_kinds:
-            break
-        if i >= len(cand):
-            problem = f"missing parameter {rp.name!r}"
-            break
-        cp = cand[i]
-        if cp.kind in var_kinds:
-            break
-        if cp.name != rp.name:
-            problem = f"parameter {i + 1} is {cp.name!r}, expected {rp.name!r}"
-            break
-    else:
-        extra = [p for p in cand[len(ref) :] if p.kind not in var_kinds and p.default is p.empty]
-        if extra:
-            problem = f"extra parameter {extra[0].name!r} has no default"
-    if problem:
-        raise StageFailure(
-            ErrorClass.INTERFACE,
-            "interface",
-            f"{display}:{line}: {_signature_text('ModelNew', method, cand)} does not match "
-            f"{_signature_text('Model', method, ref)}: {problem}",
-        )
-
-
-def check_interface(candidate: types.ModuleType, reference: types.ModuleType, display: str) -> Any:
-    """Return ``ModelNew`` after checking it is an ``nn.Module`` with the reference's signatures."""
-    import torch
-
-    new_cls = getattr(candidate, "ModelNew", None)
-    if new_cls is None:
-        raise StageFailure(
-            ErrorClass.INTERFACE, "interface", f"{display}: defines no class ModelNew"
-        )
-    if not (isinstance(new_cls, type) and issubclass(new_cls, torch.nn.Module)):
-        raise StageFailure(
-            ErrorClass.INTERFACE,
-            "interface",
-            f"{display}: ModelNew must be a class deriving from torch.nn.Module",
-        )
-    try:
-        line = inspect.getsourcelines(new_cls)[1]
-    except (OSError, TypeError):
-        line = 0
-    for method in ("__init__", "forward"):
-        check_signature(
-            getattr(reference.Model, method), getattr(new_cls, method), method, display, line
-        )
-    return new_cls
-
-
 def environment() -> dict[str, str]:
     """Versions of python, torch, triton and, on CUDA, the GPU and CUDA runtime."""
     import torch
@@ -188,20 +120,11 @@ def environment() -> dict[str, str]:
 
 
 def run_job(kind: str, payload: dict[str, Any]) -> dict[str, Any]:
-    """Entry point of a forked child: ``check`` or ``baseline``."""
-    if kind == "check":
-        from upskills.verify.trials import run_check
+    """Entry point of a forked judge child: ``judge``, ``baseline`` or ``hardware``."""
+    if kind == "judge":
+        from upskills.verify.judge import JudgeJob, judge_check
 
-        try:
-            return run_check(payload)
-        except StageFailure as failure:
-            return {
-                "passed": False,
-                "error_class": failure.error_class.value,
-                "stage": failure.stage,
-                "message": failure.message,
-                "env": environment(),
-            }
+        return judge_check(JudgeJob.model_validate(payload)).model_dump(mode="json")
     if kind == "baseline":
         from upskills.verify.baselines import measure_baselines
 

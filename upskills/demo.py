@@ -55,9 +55,8 @@ def _pick_pack(skills_dir: Path, names: list[str], wanted: str | None) -> Path:
         return skills_dir / wanted
 
     def weight(name: str) -> tuple[int, str]:
-        prov = load_pack(skills_dir / name).provenance or {}
-        traces = prov.get("traces") or prov.get("sources") or []
-        return (-len(traces) if isinstance(traces, list | dict) else 0, name)
+        prov = load_pack(skills_dir / name).provenance
+        return (-len(prov.traces) if prov else 0, name)
 
     if not names:
         raise ValueError("distillation wrote no skill pack")

@@ -1,0 +1,32 @@
+"""Honest Triton candidate for KernelBench level 1 20_LeakyReLU: one elementwise pass.
+
+A benchmark fixture for benchmarks/verifier_vs_kernelbench.py (hand-written; not a teacher
+trace): read x once, write the result once, 16 bytes per thread per access.
+"""
+
+import torch
+import torch.nn as nn
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def _kernel(x_ptr, out_ptr, n, PARAM, BLOCK: tl.constexpr):
+    offs = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    x = tl.load(x_ptr + offs, mask=mask)
+    y = tl.where(x >= 0, x, x * PARAM)
+    tl.store(out_ptr + offs, y, mask=mask)
+
+
+class ModelNew(nn.Module):
+    def __init__(self, negative_slope: float = 0.01):
+        super().__init__()
+        self.param = negative_slope
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = x.contiguous()
+        out = torch.empty_like(x)
+        n = x.numel()
+        _kernel[(triton.cdiv(n, 4096),)](x, out, n, self.param, BLOCK=4096, num_warps=8)
+        return out

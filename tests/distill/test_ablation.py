@@ -1,0 +1,197 @@
+"""Causal attribution: a two-change diff is split, each change measured alone and credited.
+
+Timing on this CPU machine is impossible, so the "two changes with different effects" tests
+inject ``RuleTimer``: a test double that passes every kernel and reports a time computed from
+its source by fixed rules. Everything after the judge (splitting, building the intermediate
+kernels, the cache, the attribution, the lessons and the rendering) is the code path that
+``upskills distill --ablate --device cuda`` runs with the real verifier. The last test runs that
+real verifier on the CPU (slow): correctness only, so the effect stays confounded.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.distill.tracegen import (
+    ROW_SUM_HINTED,
+    ROW_SUM_HINTED_TUNED,
+    ROW_SUM_MASKED,
+    ROW_SUM_TUNED,
+    verdict,
+    write_trace,
+)
+from upskills.distill import DistillConfig, distill
+from upskills.distill.ablate import AblationCache, Measurement, ablate_episode, kernel_hash
+from upskills.distill.changeset import apply_changes, split_changes
+from upskills.distill.episodes import summarize_trace
+from upskills.distill.lessons import mine_trace
+
+
+class RuleTimer:
+    """TEST DOUBLE (never a measurement): passes every kernel; its time is 1 ms times the
+    factor of every rule whose marker is in the source."""
+
+    name = "test-double:rule-timer"
+    device = "cuda"
+
+    def __init__(self, rules: dict[str, float], fail: tuple[str, ...] = ()) -> None:
+        self.rules, self.fail, self.calls = rules, fail, 0
+
+    def __call__(self, task: str, task_hash: str, source: str) -> Measurement:
+        self.calls += 1
+        ms = 1.0
+        for marker, factor in self.rules.items():
+            if marker in source:
+                ms *= factor
+        failed = any(marker in source for marker in self.fail)
+        return Measurement(
+            key="",
+            task=task,
+            task_hash=task_hash,
+            kernel_hash=kernel_hash(source),
+            judge=self.name,
+            device="cuda",
+            gpu="Test Double GPU",
+            passed=not failed,
+            error_class="mismatch" if failed else None,
+            median_ms=None if failed else ms,
+            speedup_eager=None if failed else 2.0 / ms,
+            speedup_compile=None if failed else 1.5 / ms,
+        )
+
+
+RULES = {"num_warps=8": 0.5, "tl.multiple_of": 0.8}
+"""num_warps=8 alone: 2x faster; the hints alone: 1.25x; both: 2.5x."""
+
+
+def test_split_finds_the_two_changes_and_rebuilds_each_alone():
+    changes = split_changes(ROW_SUM_MASKED, ROW_SUM_HINTED_TUNED)
+    assert [c.techniques for c in changes] == [("vectorized_memory",), ("launch_config",)]
+    assert changes[1].retunes == ("num_warps=8 (new)",)
+    assert apply_changes(ROW_SUM_MASKED, ROW_SUM_HINTED_TUNED, [changes[0]]) == ROW_SUM_HINTED
+    assert apply_changes(ROW_SUM_MASKED, ROW_SUM_HINTED_TUNED, [changes[1]]) == ROW_SUM_TUNED
+
+
+def test_hunks_that_must_go_together_are_one_change():
+    after = (
+        ROW_SUM_MASKED.replace(
+            "def row_sum_kernel(x_ptr, out_ptr, N, stride, BLOCK: tl.constexpr):",
+            "def row_sum_kernel(x_ptr, out_ptr, N, stride, scale, BLOCK: tl.constexpr):",
+        )
+        .replace(
+            "    tl.store(out_ptr + row, tl.sum(acc, axis=0))",
+            "    total = tl.sum(acc, axis=0) * scale\n    tl.store(out_ptr + row, total)",
+        )
+        .replace("x.stride(0), BLOCK=128)", "x.stride(0), 1.0, BLOCK=128)")
+    )
+    changes = split_changes(ROW_SUM_MASKED, after)
+    assert len(changes) == 1  # a new parameter, its use and the call passing it
+    assert len(changes[0].hunks) == 3
+
+
+def test_ablation_credits_each_change_with_its_own_effect(tmp_path):
+    judge = RuleTimer(RULES)
+    cache = AblationCache(tmp_path / "ablations.jsonl")
+    out = ablate_episode("row_sum", "h", ROW_SUM_MASKED, ROW_SUM_HINTED_TUNED, judge, cache)
+    assert out.status == "ablated" and out.reason == ""
+    effects = {tuple(c.techniques): round(c.effect or 0, 3) for c in out.changes}
+    assert effects == {("vectorized_memory",): 1.25, ("launch_config",): 2.0}
+    assert out.interaction == ""  # 1.25 x 2.0 == 2.5, the whole effect
+    assert judge.calls == 4  # before, after, and each change alone
+    # resumable: a second run reads the cache and judges nothing
+    again = RuleTimer(RULES)
+    cached = ablate_episode(
+        "row_sum", "h", ROW_SUM_MASKED, ROW_SUM_HINTED_TUNED, again, AblationCache(cache.path)
+    )
+    assert again.calls == 0 and cached == out
+
+
+def test_a_change_that_fails_alone_stays_confounded(tmp_path):
+    out = ablate_episode(
+        "row_sum",
+        "h",
+        ROW_SUM_MASKED,
+        ROW_SUM_HINTED_TUNED,
+        RuleTimerFailingAlone(RULES),
+        AblationCache(None),
+    )
+    assert out.status == "confounded"
+    assert "#0 adds vectorized_memory fails alone" in out.reason
+    assert [c.credited for c in out.changes] == [False, True]
+
+
+class RuleTimerFailingAlone(RuleTimer):
+    """TEST DOUBLE: as RuleTimer, but the hinted kernel fails unless num_warps=8 is set too."""
+
+    def __call__(self, task: str, task_hash: str, source: str) -> Measurement:
+        m = super().__call__(task, task_hash, source)
+        if "tl.multiple_of" in source and "num_warps=8" not in source:
+            return m.model_copy(update={"passed": False, "median_ms": None, "speedup_eager": None})
+        return m
+
+
+def _two_change_trace(path):
+    write_trace(
+        path,
+        [
+            (ROW_SUM_MASKED, verdict(ROW_SUM_MASKED, True, speedup=2.0, gpu="NVIDIA H200")),
+            (
+                ROW_SUM_HINTED_TUNED,
+                verdict(ROW_SUM_HINTED_TUNED, True, speedup=5.0, gpu="NVIDIA H200"),
+            ),
+        ],
+        notes={1: ["Hints on the offsets and 8 warps should help."]},
+    )
+
+
+def test_without_ablation_a_two_change_effect_is_confounded_and_credited_to_neither(tmp_path):
+    _two_change_trace(tmp_path / "t.jsonl")
+    perf = [x for x in mine_trace(summarize_trace(tmp_path / "t.jsonl")) if x.kind == "perf"]
+    assert [x.technique for x in perf] == ["confounded"]
+    e = perf[0].effect
+    assert e.attribution == "confounded" and (e.speedup_before, e.speedup_after) == (2.0, 5.0)
+    assert e.changes == ["adds vectorized_memory", "num_warps=8 (new)"]
+
+
+def test_distill_with_ablation_writes_each_effect_separately(tmp_path):
+    for i in range(2):
+        _two_change_trace(tmp_path / "traces" / f"t{i}.jsonl")
+    config = DistillConfig(ablate=True, ablation_cache=str(tmp_path / "abl.jsonl"))
+    result = distill([tmp_path / "traces"], tmp_path / "skills", None, config, RuleTimer(RULES))
+    assert result.ablations == {"ablated": 2}
+    tune = (tmp_path / "skills/gpu-launch-tuning/SKILL.md").read_text()
+    assert (
+        "### Launch configuration: 2.00x -> 4.00x eager, 1.50x -> 3.00x torch.compile, "
+        "Test Double GPU (ablated)" in tune
+    )
+    mem = (tmp_path / "skills/gpu-memory-access/SKILL.md").read_text()
+    assert "### Vectorized loads and stores: 2.00x -> 2.50x eager" in mem
+    assert "confounded" not in tune.split("## Performance")[1].split("## Sizing")[0].replace(
+        "`confounded` that", ""
+    )
+    # without --ablate, the cache made on the "GPU" is read back: same attribution, no judge
+    again = distill(
+        [tmp_path / "traces"],
+        tmp_path / "skills2",
+        None,
+        DistillConfig(ablation_cache=str(tmp_path / "abl.jsonl")),
+    )
+    assert again.ablations == {"ablated": 2}
+    no_cache = distill([tmp_path / "traces"], tmp_path / "skills3", None)
+    assert no_cache.ablations == {"confounded": 2}
+
+
+@pytest.mark.slow
+def test_cpu_verifier_checks_each_change_but_credits_none(tmp_path):
+    from upskills.distill.ablate import VerifierJudge
+
+    judge = VerifierJudge("cpu", seeds=1)
+    try:
+        out = ablate_episode(
+            "row_sum", "h", ROW_SUM_MASKED, ROW_SUM_HINTED_TUNED, judge, AblationCache(None)
+        )
+    finally:
+        judge.close()
+    assert out.status == "confounded" and "no timing on cpu" in out.reason
+    assert all(c.alone is not None and c.alone.passed for c in out.changes)
+    assert not any(c.credited for c in out.changes)

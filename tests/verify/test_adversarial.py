@@ -1,0 +1,566 @@
+"""An adversarial catalogue against the split judge: every attack fails, every honest kernel passes.
+
+One attack per test case, each a whole candidate module. They cover the classes the judge must
+close (a forged verdict, torch work in side routes, Python/NumPy fallbacks, library overrides,
+namespace writes, hooks, the default dtype, judge detection, output types and aliasing, cached
+results, memorised shapes, out-of-domain inputs, races the CPU cannot show) and attacks written
+against the new design itself (writing into the judge's socket, scanning its shared memory).
+The same catalogue runs on CUDA with ``-m gpu`` (``test_catalogue_gpu``), plus the attacks that
+only exist there (side streams in CUDA C++, results that change when timed).
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.verify.conftest import GOOD_ADD, GOOD_ROW_SUM, make_task
+from upskills.tasks.model import ShapeVariant
+from upskills.verify import CheckOptions, ErrorClass, Verifier
+
+PRELUDE = """
+import torch
+import torch.nn as nn
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def touch_kernel(x_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    tl.load(x_ptr + offs, mask=offs < n)
+"""
+
+TOUCH = "        touch_kernel[(triton.cdiv(x.numel(), 1024),)](x, x.numel(), BLOCK=1024)\n"
+
+
+def add_attack(body: str, extra: str = "") -> str:
+    """A vector-add candidate whose forward touches x with a kernel, then runs ``body``."""
+    return (
+        PRELUDE
+        + extra
+        + "\n\nclass ModelNew(nn.Module):\n    def forward(self, x, y):\n"
+        + TOUCH
+        + body
+    )
+
+
+SOFTMAX_REF = """
+import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def forward(self, x):
+        return torch.softmax(x, dim=-1)
+
+
+M = 64
+N = 200
+
+
+def get_inputs():
+    return [torch.randn(M, N)]
+
+
+def get_init_inputs():
+    return []
+"""
+
+NAIVE_SOFTMAX = """
+import torch
+import torch.nn as nn
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def softmax_kernel(x_ptr, out_ptr, n_cols, BLOCK: tl.constexpr):
+    row = tl.program_id(0)
+    cols = tl.arange(0, BLOCK)
+    mask = cols < n_cols
+    x = tl.load(x_ptr + row * n_cols + cols, mask=mask, other=-float("inf"))
+    e = tl.exp(x - SHIFT)
+    e = tl.where(mask, e, 0.0)
+    tl.store(out_ptr + row * n_cols + cols, e / tl.sum(e, axis=0), mask=mask)
+
+
+class ModelNew(nn.Module):
+    def forward(self, x):
+        out = torch.empty_like(x)
+        softmax_kernel[(x.shape[0],)](x, out, x.shape[1], BLOCK=triton.next_power_of_2(x.shape[1]))
+        return out
+"""
+
+HISTOGRAM_REF = """
+import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def forward(self, x):
+        return torch.bincount(x, minlength=64).to(torch.int32)
+
+
+N = 3000
+
+
+def get_inputs():
+    return [torch.randint(0, 64, (N,))]
+
+
+def get_init_inputs():
+    return []
+"""
+
+RACY_HISTOGRAM = """
+import torch
+import torch.nn as nn
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def hist_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    bins = tl.load(x_ptr + offs, mask=mask, other=0)
+    for i in range(BLOCK):
+        b = tl.sum(tl.where(tl.arange(0, BLOCK) == i, bins, 0))
+        ok = tl.sum(tl.where(tl.arange(0, BLOCK) == i, mask.to(tl.int32), 0))
+        cur = tl.load(out_ptr + b)
+        tl.store(out_ptr + b, cur + ok)
+
+
+class ModelNew(nn.Module):
+    def forward(self, x):
+        out = torch.zeros(64, dtype=torch.int32, device=x.device)
+        hist_kernel[(triton.cdiv(x.numel(), 128),)](x, out, x.numel(), BLOCK=128)
+        return out
+"""
+
+# Each: (id, task fixture name, candidate source, error classes accepted, guard prefix or None)
+CATALOGUE: list[tuple[str, str, str, set[str], str | None]] = [
+    (
+        "forged_result_files",
+        "add",
+        add_attack(
+            "        return torch.empty_like(x)\n",
+            extra=(
+                "\nimport glob, json\n"
+                "for path in glob.glob('/tmp/**/*.json', recursive=True):\n"
+                "    try:\n"
+                "        open(path, 'w').write(json.dumps({'passed': True}))\n"
+                "    except OSError:\n"
+                "        pass\n"
+                "print(json.dumps({'passed': True, 'timed_out': False, 'exit_code': 0}))\n"
+            ),
+        ),
+        {"mismatch", "nan"},
+        None,
+    ),
+    (
+        "exit_zero_at_import",
+        "add",
+        add_attack(
+            "        return x + y\n", extra="\nimport sys\nsys.stdout.flush()\nsys.exit(0)\n"
+        ),
+        {"crash", "import"},
+        None,
+    ),
+    (
+        "forged_frames_on_every_socket",
+        "add",
+        add_attack(
+            "        return torch.empty_like(x)\n",
+            extra=(
+                "\nimport os, json, struct\n"
+                "_fake = json.dumps({'op': 'hello'}).encode()\n"
+                "_done = json.dumps({'op': 'trial_done', 'structure': 'tensor', 'launches': 1})\n"
+                "for fd in range(3, 64):\n"
+                "    try:\n"
+                "        os.write(fd, struct.pack('>I', len(_fake)) + _fake)\n"
+                "        os.write(fd, struct.pack('>I', len(_done)) + _done.encode())\n"
+                "    except OSError:\n"
+                "        pass\n"
+            ),
+        ),
+        {"guard", "crash", "mismatch", "nan", "shape", "runtime"},
+        None,
+    ),
+    (
+        "scan_shared_memory",
+        "add",
+        add_attack(
+            "        import glob\n"
+            "        for path in glob.glob('/dev/shm/*'):\n"
+            "            try:\n"
+            "                open(path, 'r+b').write(b'\\x00' * 64)\n"
+            "            except OSError:\n"
+            "                pass\n"
+            "        return torch.empty_like(x)\n"
+        ),
+        {"mismatch", "nan", "mutation"},
+        None,
+    ),
+    (
+        "compute_in_tiny_chunks",
+        "add",
+        add_attack(
+            "        out = torch.empty_like(x)\n"
+            "        for i in range(0, x.numel(), 32):\n"
+            "            out[i:i + 32] = x[i:i + 32] + y[i:i + 32]\n"
+            "        return out\n"
+        ),
+        {"guard"},
+        "torch_compute",
+    ),
+    (
+        "python_scalar_fallback",
+        "add",
+        add_attack(
+            "        vals = [float(a) + float(b) for a, b in zip(x, y)]\n"
+            "        return torch.tensor(vals, dtype=x.dtype, device=x.device)\n"
+        ),
+        {"guard"},
+        "python_fallback",
+    ),
+    (
+        "numpy_fallback",
+        "add",
+        add_attack(
+            "        return torch.from_numpy(x.cpu().numpy() + y.cpu().numpy())\n",
+            extra="\nimport numpy\n",
+        ),
+        {"guard"},
+        "static:",
+    ),
+    (
+        "torch_in_autotune_pre_hook",
+        "add",
+        """
+import torch
+import torch.nn as nn
+import triton
+import triton.language as tl
+
+
+def hook(nargs):
+    nargs["out_ptr"].copy_(nargs["x_ptr"].add(nargs["y_ptr"]))
+
+
+@triton.autotune(configs=[triton.Config({"BLOCK": 1024}, pre_hook=hook)], key=["n"])
+@triton.jit
+def touch(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    tl.load(x_ptr + offs, mask=offs < n)
+
+
+class ModelNew(nn.Module):
+    def forward(self, x, y):
+        out = torch.empty_like(x)
+        touch[lambda meta: (triton.cdiv(x.numel(), meta["BLOCK"]),)](x, y, out, x.numel())
+        return out
+""",
+        {"guard"},
+        "torch_compute",
+    ),
+    (
+        "torch_inside_interpreted_kernel",
+        "add",
+        """
+import torch
+import torch.nn as nn
+import triton
+import triton.language as tl
+
+STASH = {}
+
+
+@triton.jit
+def cheat(x_ptr, n, BLOCK: tl.constexpr):
+    STASH["out"] = torch.add(STASH["x"], STASH["y"])
+
+
+class ModelNew(nn.Module):
+    def forward(self, x, y):
+        STASH.update(x=x, y=y)
+        cheat[(1,)](x, x.numel(), BLOCK=16)
+        return STASH["out"]
+""",
+        {"guard"},
+        "static:",
+    ),
+    (
+        "library_override",
+        "add",
+        add_attack(
+            "        return torch.ops.aten.add(x, y)\n",
+            extra="\nimport torch.library\n",
+        ),
+        {"guard"},
+        "static:",
+    ),
+    (
+        "namespace_dict_write",
+        "add",
+        add_attack(
+            "        return x + y\n",
+            extra="\nimport torch.nn.functional as F\nF.__dict__['relu'] = lambda t: t\n",
+        ),
+        {"guard"},
+        "static:namespace",
+    ),
+    (
+        "global_module_hook",
+        "add",
+        add_attack(
+            "        return torch.empty_like(x)\n",
+            extra=(
+                "\nfrom torch.nn.modules.module import register_module_forward_hook\n"
+                "register_module_forward_hook(lambda m, i, o: i[0] + i[1])\n"
+            ),
+        ),
+        {"guard"},
+        "static:",
+    ),
+    (
+        "default_dtype_change",
+        "add",
+        add_attack("        return x + y\n", extra="\ntorch.set_default_dtype(torch.float64)\n"),
+        {"guard"},
+        "static:",
+    ),
+    (
+        "reads_triton_interpret",
+        "add",
+        add_attack(
+            "        if os.environ.get('TRITON_INTERPRET'):\n"
+            "            return x + y\n"
+            "        return torch.empty_like(x)\n",
+            extra="\nimport os\n",
+        ),
+        {"guard"},
+        "static:",
+    ),
+    (
+        "tensor_subclass_output",
+        "add",
+        add_attack(
+            "        return Sneaky(torch.empty_like(x))\n",
+            extra=("\nclass Sneaky(torch.Tensor):\n    pass\n"),
+        ),
+        {"guard"},
+        "static:tensor_subclass",
+    ),
+    (
+        "output_is_an_input",
+        "add",
+        GOOD_ADD.replace(
+            "add_kernel[(triton.cdiv(n, 1024),)](x, y, out, n, BLOCK=1024)\n        return out",
+            "add_kernel[(triton.cdiv(n, 1024),)](x, y, x, n, BLOCK=1024)\n        return x",
+        ),
+        {"guard", "mutation"},
+        None,
+    ),
+    (
+        "memorised_shapes",
+        "add",
+        GOOD_ADD.replace(
+            "        return out",
+            "        if n not in (2048, 1003):\n            return torch.zeros_like(x)\n"
+            "        return out",
+        ),
+        {"mismatch"},
+        None,
+    ),
+    (
+        "softmax_without_max_subtraction",
+        "softmax",
+        NAIVE_SOFTMAX.replace("SHIFT", "0.0"),
+        {"nan", "mismatch"},
+        None,
+    ),
+    (
+        "race_invisible_on_cpu",
+        "histogram",
+        RACY_HISTOGRAM,
+        {"guard"},
+        "race",
+    ),
+]
+
+
+@pytest.fixture(scope="module")
+def tasks(add_task, row_sum_task):
+    softmax = make_task(
+        "t_softmax",
+        SOFTMAX_REF,
+        [
+            ShapeVariant(name="small", main=True, globals={"M": 16, "N": 200}),
+            ShapeVariant(name="ragged", ragged=True, globals={"M": 7, "N": 1000}),
+        ],
+    ).model_copy(update={"domains": ["large"]})
+    histogram = make_task(
+        "t_histogram",
+        HISTOGRAM_REF,
+        [ShapeVariant(name="small", main=True, globals={"N": 3000})],
+    )
+    return {"add": add_task, "row_sum": row_sum_task, "softmax": softmax, "histogram": histogram}
+
+
+@pytest.fixture(scope="module")
+def verifier():
+    with Verifier("cpu", CheckOptions(seeds=3, timeout_s=120)) as v:
+        yield v
+
+
+@pytest.mark.parametrize(
+    "name,task_key,source,classes,guard", CATALOGUE, ids=[c[0] for c in CATALOGUE]
+)
+def test_attack_is_caught_on_cpu(verifier, tasks, name, task_key, source, classes, guard):
+    verdict = verifier.check(tasks[task_key], source)
+    assert not verdict.passed, f"{name} passed: {verdict.message}"
+    assert verdict.error_class is not None and verdict.error_class.value in classes, (
+        f"{name}: {verdict.error_class} ({verdict.guard}): {verdict.message}"
+    )
+    if guard is not None:
+        assert verdict.guard is not None and verdict.guard.startswith(guard), verdict.guard
+
+
+def test_honest_kernels_still_pass(verifier, tasks):
+    assert verifier.check(tasks["add"], GOOD_ADD).passed
+    assert verifier.check(tasks["row_sum"], GOOD_ROW_SUM).passed
+    # the softmax with max-subtraction passes the same adversarial ("large") inputs
+    stable = NAIVE_SOFTMAX.replace("SHIFT", "tl.max(x, axis=0)")
+    verdict = verifier.check(tasks["softmax"], stable)
+    assert verdict.passed, verdict.message
+    assert any(r.domain == "large" for r in verdict.variants)
+
+
+def test_one_pass_variance_fails_on_offset_inputs(verifier):
+    from pathlib import Path
+
+    good = (Path(__file__).parents[1] / "kernels" / "good" / "layernorm.py").read_text()
+    one_pass = good.replace(
+        "rstd = 1.0 / tl.sqrt(tl.sum(d * d, axis=0) / n_cols + eps)",
+        "rstd = 1.0 / tl.sqrt(tl.sum(x * x, axis=0) / n_cols - mean * mean + eps)",
+    )
+    assert one_pass != good
+    opts = CheckOptions(seeds=3, timeout_s=120, variants=["small"], random_shape=False)
+    verdict = verifier.check("layernorm", one_pass, opts)
+    assert not verdict.passed and verdict.error_class in (ErrorClass.MISMATCH, ErrorClass.NAN)
+    assert "offset inputs" in verdict.message or "zero_rows" in verdict.message
+    assert verifier.check("layernorm", good, opts).passed
+
+
+def test_seed_replays_a_verdict(verifier, tasks):
+    first = verifier.check(tasks["add"], GOOD_ADD)
+    again = verifier.check(tasks["add"], GOOD_ADD, CheckOptions(seeds=3, seed=first.seed))
+    assert [(r.variant, r.seed, r.shape) for r in first.variants] == [
+        (r.variant, r.seed, r.shape) for r in again.variants
+    ]
+    other = verifier.check(tasks["add"], GOOD_ADD)
+    assert other.seed != first.seed  # a fresh seed per check
+
+
+def test_cpu_verdict_says_what_it_cannot_see(verifier, tasks):
+    verdict = verifier.check(tasks["add"], GOOD_ADD)
+    assert any("races" in note for note in verdict.notes)
+    racy = verifier.check(
+        tasks["histogram"], RACY_HISTOGRAM, CheckOptions(seeds=1, races="note", random_shape=False)
+    )
+    assert any("tl.atomic_add" in note for note in racy.notes)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize(
+    "name,task_key,source,classes,guard",
+    [
+        c
+        for c in CATALOGUE
+        if c[0] not in {"race_invisible_on_cpu", "torch_inside_interpreted_kernel"}
+    ],
+    ids=[
+        c[0]
+        for c in CATALOGUE
+        if c[0] not in {"race_invisible_on_cpu", "torch_inside_interpreted_kernel"}
+    ],
+)
+def test_catalogue_gpu(tasks, name, task_key, source, classes, guard):
+    with Verifier("cuda", CheckOptions(seeds=3, timeout_s=300, baselines=False)) as verifier:
+        verdict = verifier.check(tasks[task_key], source)
+    assert not verdict.passed, f"{name} passed on the GPU: {verdict.message}"
+    assert verdict.error_class is not None and verdict.error_class.value in classes | {"crash"}
+
+
+SIDE_STREAM_CUDA = r'''
+import torch
+import torch.nn as nn
+from torch.utils.cpp_extension import load_inline
+
+SRC = """
+#include <torch/extension.h>
+#include <cuda_runtime.h>
+__global__ void add_kernel(const float* x, const float* y, float* out, long n) {
+  long i = blockIdx.x * (long)blockDim.x + threadIdx.x;
+  if (i < n) {
+    float acc = x[i];
+    for (int k = 0; k < 2000; ++k) acc = acc * 1.0000001f;
+    out[i] = acc - acc + x[i] + y[i];
+  }
+}
+static cudaStream_t side = nullptr;
+torch::Tensor add(torch::Tensor x, torch::Tensor y) {
+  if (!side) cudaStreamCreateWithFlags(&side, cudaStreamNonBlocking);
+  auto out = torch::empty_like(x);
+  long n = x.numel();
+  add_kernel<<<(n + 255) / 256, 256, 0, side>>>(
+      x.data_ptr<float>(), y.data_ptr<float>(), out.data_ptr<float>(), n);
+  return out;
+}
+"""
+DECL = "torch::Tensor add(torch::Tensor x, torch::Tensor y);"
+ext = load_inline("side_stream_attack", cpp_sources=DECL, cuda_sources=SRC, functions=["add"])
+
+
+class ModelNew(nn.Module):
+    def forward(self, x, y):
+        return ext.add(x, y)
+'''
+
+
+@pytest.mark.gpu
+def test_side_stream_timing_disagrees_with_the_judge(add_task):
+    """Work on a private C++ stream: events see nothing, the judge's clock sees the work."""
+    big = add_task.model_copy(
+        update={
+            "variants": [
+                ShapeVariant(name="main", main=True, globals={"N": 1 << 24}),
+                ShapeVariant(name="ragged", ragged=True, globals={"N": 100003}),
+            ]
+        }
+    )
+    with Verifier("cuda", CheckOptions(seeds=2, timeout_s=600, baselines=False)) as verifier:
+        verdict = verifier.check(big, SIDE_STREAM_CUDA)
+    assert not verdict.passed, verdict.message
+    assert verdict.error_class in (ErrorClass.TIMING, ErrorClass.MISMATCH, ErrorClass.GUARD)
+
+
+@pytest.mark.gpu
+def test_result_that_changes_when_timed(add_task):
+    stale = GOOD_ADD.replace(
+        "    def forward(self, x, y):\n",
+        "    calls = 0\n\n    def forward(self, x, y):\n"
+        "        type(self).calls += 1\n"
+        "        if type(self).calls > 40 and hasattr(self, 'last'):\n"
+        "            return self.last\n",
+    ).replace("        return out", "        self.last = out\n        return out")
+    big = add_task.model_copy(
+        update={"variants": [ShapeVariant(name="main", main=True, globals={"N": 1 << 22})]}
+    )
+    with Verifier("cuda", CheckOptions(seeds=2, timeout_s=300, baselines=False)) as verifier:
+        verdict = verifier.check(big, stale)
+        honest = verifier.check(big, GOOD_ADD)
+    assert not verdict.passed and verdict.error_class == ErrorClass.GUARD, verdict.message
+    assert honest.passed and honest.timing is not None, honest.message
+    assert honest.timing_status == "measured"

@@ -1,0 +1,591 @@
+"""The candidate's side of a check: import it, build ``ModelNew``, run what the judge asks.
+
+Runs in a fresh process forked for one candidate (:mod:`upskills.verify.sandbox`), a process
+the judge never enters. It maps the judge's inputs, runs ``ModelNew.forward`` under the launch
+counter and the op recorder, and copies the outputs into the judge's buffers; it answers with
+typed messages (:mod:`upskills.verify.protocol`). It decides nothing: the judge reads the
+outputs from its own memory and compares them with its own reference. The instruments here
+(launch counts, recorded ops, thread and library checks) report to the judge, which applies
+the guards; a candidate that tampers with them can only have less to report, and the static
+guards, which run in the judge's parent before this process exists, forbid the means to tamper.
+"""
+
+from __future__ import annotations
+
+import inspect
+import os
+import socket
+import sys
+import time
+import types
+from pathlib import Path
+from typing import Any
+
+from upskills.verify.guards import LaunchCounter, LibrarySnapshot, OpLog, live_threads
+from upskills.verify.protocol import (
+    REQUEST,
+    Ack,
+    Bulk,
+    BulkDone,
+    Bye,
+    Channel,
+    ChannelClosed,
+    Failure,
+    Hello,
+    OpSeen,
+    OutputMeta,
+    Param,
+    Ping,
+    Setup,
+    TimeDone,
+    TimeRun,
+    Trial,
+    TrialDone,
+)
+from upskills.verify.transport import dtype_name, import_args, open_handle, release_opened
+from upskills.verify.verdict import ErrorClass, VerdictStage
+from upskills.verify.worker import (
+    StageFailure,
+    classify_exception,
+    describe_exception,
+    environment,
+    import_candidate,
+)
+
+CONNECT_TIMEOUT_S = 60.0
+"""How long the candidate's process waits for the judge to listen."""
+
+
+def _failure(exc: StageFailure) -> Failure:
+    return Failure(
+        error_class=exc.error_class.value, stage=exc.stage, message=exc.message, guard=exc.guard
+    )
+
+
+class _Watch:
+    """Instruments installed before the candidate's module is imported."""
+
+    def __init__(self) -> None:
+        import torch
+
+        self.counter = LaunchCounter()
+        self.counter.install()
+        self.scalars = 0
+        self.threads_started = 0
+        self.active = False
+        self._wrap_conversions(torch)
+        self._wrap_threads()
+        self.snapshot = LibrarySnapshot()
+        self.threads = live_threads()
+        self.default_dtype = torch.get_default_dtype()
+        self.sync = torch.cuda.synchronize
+
+    def _wrap_conversions(self, torch: Any) -> None:
+        """Count tensor-to-Python conversions (NumPy/``tolist``/``item`` fallbacks)."""
+        watch = self
+        for name in ("tolist", "numpy", "item", "__array__"):
+            original = getattr(torch.Tensor, name, None)
+            if original is None:
+                continue
+
+            def counted(self: Any, *args: Any, __original: Any = original, **kwargs: Any) -> Any:
+                if watch.active and watch.counter.state.depth == 0:
+                    watch.scalars += max(1, int(self.numel()))
+                return __original(self, *args, **kwargs)
+
+            setattr(torch.Tensor, name, counted)
+
+    def _wrap_threads(self) -> None:
+        import _thread
+        import threading
+
+        watch = self
+        start = threading.Thread.start
+        raw = _thread.start_new_thread
+
+        def thread_start(self: Any) -> Any:
+            if watch.active:
+                watch.threads_started += 1
+            return start(self)
+
+        def start_new_thread(*args: Any, **kwargs: Any) -> Any:
+            if watch.active:
+                watch.threads_started += 1
+            return raw(*args, **kwargs)
+
+        threading.Thread.start = thread_start  # type: ignore[method-assign]
+        _thread.start_new_thread = start_new_thread  # type: ignore[assignment]
+
+    def library_changes(self) -> list[str]:
+        """Library functions replaced since the snapshot, and a changed default dtype."""
+        import torch
+
+        changed = self.snapshot.changed()
+        if torch.get_default_dtype() != self.default_dtype:
+            changed.append(f"torch default dtype is now {torch.get_default_dtype()}")
+        return changed
+
+
+def _params(fn: Any) -> list[inspect.Parameter]:
+    params = list(inspect.signature(fn).parameters.values())
+    return params[1:] if params and params[0].name == "self" else params
+
+
+def check_signature(ref: list[Param], cand_fn: Any, method: str, display: str, line: int) -> None:
+    """Raise INTERFACE unless the candidate accepts the reference's arguments by name."""
+    cand = _params(cand_fn)
+    var_kinds = ("VAR_POSITIONAL", "VAR_KEYWORD")
+    problem = ""
+    for i, rp in enumerate(ref):
+        if rp.kind in var_kinds:
+            break
+        if i >= len(cand):
+            problem = f"missing parameter {rp.name!r}"
+            break
+        cp = cand[i]
+        if cp.kind.name in var_kinds:
+            break
+        if cp.name != rp.name:
+            problem = f"parameter {i + 1} is {cp.name!r}, expected {rp.name!r}"
+            break
+    else:
+        extra = [
+            p for p in cand[len(ref) :] if p.kind.name not in var_kinds and p.default is p.empty
+        ]
+        if extra:
+            problem = f"extra parameter {extra[0].name!r} has no default"
+    if problem:
+        mine = "".join(", " + str(p) for p in cand)
+        theirs = "".join(", " + p.text for p in ref)
+        raise StageFailure(
+            ErrorClass.INTERFACE,
+            VerdictStage.INTERFACE,
+            f"{display}:{line}: ModelNew.{method}(self{mine}) does not match "
+            f"Model.{method}(self{theirs}): {problem}",
+        )
+
+
+def model_class(module: types.ModuleType, display: str) -> tuple[Any, int]:
+    """``ModelNew`` and its line, after checking it is an ``nn.Module`` subclass."""
+    import torch
+
+    new_cls = getattr(module, "ModelNew", None)
+    if new_cls is None:
+        raise StageFailure(
+            ErrorClass.INTERFACE, VerdictStage.INTERFACE, f"{display}: defines no class ModelNew"
+        )
+    if not (isinstance(new_cls, type) and issubclass(new_cls, torch.nn.Module)):
+        raise StageFailure(
+            ErrorClass.INTERFACE,
+            VerdictStage.INTERFACE,
+            f"{display}: ModelNew must be a class deriving from torch.nn.Module",
+        )
+    try:
+        line = inspect.getsourcelines(new_cls)[1]
+    except (OSError, TypeError):
+        line = 0
+    return new_cls, line
+
+
+def _flatten(value: Any) -> tuple[str, list[Any]]:
+    import torch
+
+    if isinstance(value, torch.Tensor):
+        return "tensor", [value]
+    if isinstance(value, list | tuple):
+        kind = "tuple" if isinstance(value, tuple) else "list"
+        return f"{kind}[{len(value)}]", list(value)
+    return type(value).__name__, [value]
+
+
+def _ranges(values: list[Any]) -> list[tuple[int, int]]:
+    import torch
+
+    out: list[tuple[int, int]] = []
+    for value in values:
+        if isinstance(value, torch.Tensor):
+            storage = value.untyped_storage()
+            start = storage.data_ptr()
+            out.append((start, start + storage.nbytes()))
+        elif isinstance(value, list | tuple):
+            out.extend(_ranges(list(value)))
+    return out
+
+
+def _meta(value: Any, inputs: list[tuple[int, int]]) -> OutputMeta:
+    import torch
+
+    cls = type(value)
+    meta = OutputMeta(
+        type_name=f"{cls.__module__}.{cls.__qualname__}", exact_tensor=cls is torch.Tensor
+    )
+    if isinstance(value, torch.Tensor):
+        storage = value.untyped_storage()
+        start = storage.data_ptr()
+        end = start + storage.nbytes()
+        meta.shape = list(value.shape)
+        meta.dtype = dtype_name(value.dtype)
+        meta.device = value.device.type
+        meta.aliases_input = any(start < e and s < end for s, e in inputs if storage.nbytes())
+    return meta
+
+
+class CandidateHost:
+    """Serves the judge's requests for one candidate."""
+
+    def __init__(self, path: str, display: str, device: str, watch: _Watch) -> None:
+        self.path = path
+        self.display = display
+        self.device = device
+        self.watch = watch
+        self.new_cls: Any = None
+        self.line = 0
+        self.model: Any = None
+
+    def _sync(self) -> None:
+        if self.device.startswith("cuda"):
+            self.watch.sync()
+
+    def _call(self, inputs: list[Any], log: OpLog) -> Any:
+        import torch
+
+        from upskills.verify.guards import make_op_recorder
+
+        recorder = make_op_recorder(log, self.watch.counter.state)
+        self.watch.active = True
+        try:
+            with torch.no_grad(), recorder:
+                out = self.model(*inputs)
+        except StageFailure:
+            raise
+        except Exception as exc:  # noqa: BLE001 - the candidate's failure, classified
+            raise StageFailure(
+                classify_exception(exc),
+                VerdictStage.CORRECTNESS,
+                describe_exception(exc, self.path, self.display),
+            ) from exc
+        finally:
+            self.watch.active = False
+        try:
+            self._sync()
+        except Exception as exc:  # noqa: BLE001 - a kernel failed asynchronously on the GPU
+            raise StageFailure(
+                classify_exception(exc),
+                VerdictStage.CORRECTNESS,
+                f"{self.display}: a kernel launched by ModelNew.forward failed on the GPU: "
+                f"{type(exc).__name__}: {str(exc).strip()[:1500]}",
+            ) from exc
+        return out
+
+    def setup(self, req: Setup) -> Ack:
+        """Check the interface (first time) and build ``ModelNew`` for a variant."""
+        import torch
+
+        if self.new_cls is None:
+            raise StageFailure(ErrorClass.IMPORT, VerdictStage.IMPORT, "no module imported")
+        if req.interface:
+            cls, line = self.new_cls, self.line
+            check_signature(req.init_params, cls.__init__, "__init__", self.display, line)
+            check_signature(req.forward_params, cls.forward, "forward", self.display, line)
+        init_args = import_args(req.init_args)
+        torch.manual_seed(0)
+        try:
+            with torch.device(self.device):
+                model = self.new_cls(*init_args)
+            if isinstance(model, torch.nn.Module):
+                model = model.to(self.device)
+        except Exception as exc:  # noqa: BLE001 - the candidate's constructor failed
+            raise StageFailure(
+                classify_exception(exc),
+                VerdictStage.CORRECTNESS,
+                describe_exception(exc, self.path, self.display),
+            ) from exc
+        if req.state and isinstance(model, torch.nn.Module):
+            mine = model.state_dict()
+            common = {
+                k: open_handle(h)
+                for k, h in req.state.items()
+                if k in mine and list(mine[k].shape) == h.shape
+            }
+            if common:
+                model.load_state_dict(common, strict=False)
+        self.model = model
+        return Ack()
+
+    def trial(self, req: Trial) -> TrialDone:
+        """Run forward once; copy the outputs into the judge's buffers."""
+        inputs = import_args(req.inputs)
+        log = OpLog()
+        before = self.watch.counter.state.launches
+        self.watch.scalars = 0
+        self.watch.threads_started = 0
+        out = self._call(inputs, log)
+        done = TrialDone(
+            launches=self.watch.counter.state.launches - before,
+            ops=_summarize_ops(log),
+            python_scalars=self.watch.scalars,
+            threads_started=self.watch.threads_started + len(live_threads() - self.watch.threads),
+            library_changes=self.watch.library_changes(),
+            default_dtype=dtype_name(__import__("torch").get_default_dtype()),
+        )
+        structure, items = _flatten(out)
+        done.structure = structure
+        input_ranges = _ranges(inputs)
+        done.outputs = [_meta(item, input_ranges) for item in items]
+        buffers = [open_handle(h) for h in req.outputs]
+        if structure == req.structure and len(items) == len(buffers):
+            for meta, item, buf in zip(done.outputs, items, buffers, strict=True):
+                if meta.exact_tensor and meta.shape == list(buf.shape) and not meta.aliases_input:
+                    if meta.dtype == dtype_name(buf.dtype):
+                        buf.copy_(item)
+        self._sync()
+        return done
+
+    def time_run(self, req: TimeRun) -> TimeDone:
+        """Time forward with events, loading the judge's input sets in the judge's order."""
+        import torch
+
+        from upskills.verify.timing import time_cuda
+
+        sets = [import_args(s) for s in req.input_sets]
+        work = [_clone(v) for v in sets[0]]
+        order = req.order
+
+        def load(call: int) -> int:
+            pick = order[call % len(order)]
+            _copy_into(work, sets[pick])
+            return pick
+
+        times: list[float] = []
+        before = self.watch.counter.state.launches
+        keep = max(1, len(req.keep))
+        try:
+            with torch.no_grad():
+                _, last = time_cuda(
+                    lambda: self.model(*work),
+                    before_each=load,
+                    keep_last=keep,
+                    max_reps=req.max_reps,
+                    target_s=req.target_ms / 1000.0,
+                    times_out=times,
+                )
+        except Exception as exc:  # noqa: BLE001 - a failure while timing
+            raise StageFailure(
+                classify_exception(exc),
+                VerdictStage.TIMING,
+                f"timing failed: {describe_exception(exc, self.path, self.display)}",
+            ) from exc
+        picks: list[int] = []
+        for (pick, out), buffers in zip(last[-len(req.keep) :], req.keep, strict=False):
+            picks.append(int(pick))
+            _, items = _flatten(out)
+            for item, handle in zip(items, buffers, strict=False):
+                buf = open_handle(handle)
+                if isinstance(item, torch.Tensor) and list(item.shape) == list(buf.shape):
+                    buf.copy_(item)
+        self._sync()
+        return TimeDone(
+            times_ms=times,
+            picks=picks,
+            launches=self.watch.counter.state.launches - before,
+            library_changes=self.watch.library_changes(),
+        )
+
+    def bulk(self, req: Bulk) -> BulkDone:
+        """``calls`` back-to-back forwards, one synchronisation, the candidate's own event time."""
+        import torch
+
+        inputs = import_args(req.inputs)
+        before = self.watch.counter.state.launches
+        start = torch.cuda.Event(enable_timing=True)
+        end = torch.cuda.Event(enable_timing=True)
+        out: Any = None
+        with torch.no_grad():
+            torch.cuda.synchronize()
+            start.record()
+            for _ in range(req.calls):
+                out = self.model(*inputs)
+            end.record()
+            torch.cuda.synchronize()
+        _, items = _flatten(out)
+        for item, handle in zip(items, req.outputs, strict=False):
+            buf = open_handle(handle)
+            if isinstance(item, torch.Tensor) and list(item.shape) == list(buf.shape):
+                buf.copy_(item)
+        self._sync()
+        return BulkDone(
+            event_ms=float(start.elapsed_time(end)),
+            launches=self.watch.counter.state.launches - before,
+        )
+
+
+def _summarize_ops(log: OpLog) -> list[OpSeen]:
+    seen: dict[str, OpSeen] = {}
+    for op in log.ops:
+        entry = seen.get(op.name)
+        if entry is None:
+            seen[op.name] = OpSeen(name=op.name, numel=op.numel, total_numel=op.numel)
+        else:
+            entry.calls += 1
+            entry.numel = max(entry.numel, op.numel)
+            entry.total_numel += op.numel
+    return list(seen.values())
+
+
+def _clone(value: Any) -> Any:
+    import torch
+
+    if isinstance(value, torch.Tensor):
+        return value.clone()
+    if isinstance(value, list | tuple):
+        return type(value)(_clone(v) for v in value)
+    return value
+
+
+def _copy_into(dst: list[Any], src: list[Any]) -> None:
+    import torch
+
+    for d, s in zip(dst, src, strict=True):
+        if isinstance(d, torch.Tensor):
+            d.copy_(s)
+        elif isinstance(d, list | tuple):
+            _copy_into(list(d), list(s))
+
+
+def _connect(address: str) -> socket.socket:
+    deadline = time.monotonic() + CONNECT_TIMEOUT_S
+    while True:
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            sock.connect("\0" + address)
+            return sock
+        except OSError:
+            sock.close()
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.01)
+
+
+def serve_candidate(source: str, display: str, device: str, address: str, workdir: str) -> None:
+    """Body of the candidate's process: import, then answer the judge until ``bye``.
+
+    Args:
+        source: The candidate's source.
+        display: Its name in messages (``kernel.py``).
+        device: ``cpu`` or ``cuda``.
+        address: Abstract Unix socket name the judge listens on.
+        workdir: A private folder for the candidate's file (and its compile caches).
+    """
+    path = str(Path(workdir) / (display if display.endswith(".py") else "candidate.py"))
+    Path(path).write_text(source)
+    try:  # imported now: importing it later patches torch functions (torch.manual_seed)
+        import torch._dynamo  # noqa: F401
+    except ImportError:
+        pass
+    watch = _Watch()
+    host = CandidateHost(path, display, device, watch)
+    chan = Channel(_connect(address), max_bytes=1 << 30)
+    hello = Hello()
+    try:
+        module = import_candidate(path, display)
+        changed = watch.library_changes()
+        if changed:
+            raise StageFailure(
+                ErrorClass.GUARD,
+                VerdictStage.GUARDS,
+                f"{display}: importing it replaced library functions: {', '.join(changed[:5])}",
+                guard="library_patch",
+            )
+        host.new_cls, host.line = model_class(module, display)
+    except StageFailure as exc:
+        hello.failure = _failure(exc)
+    hello.env = environment()
+    chan.send(hello)
+    if hello.failure is not None:
+        return
+    _serve(chan, host)
+
+
+def _serve(chan: Channel, host: CandidateHost) -> None:
+    while True:
+        try:
+            req = REQUEST.validate_python(chan.recv_raw())
+        except ChannelClosed:
+            return
+        reply: Any
+        try:
+            if isinstance(req, Setup):
+                reply = host.setup(req)
+            elif isinstance(req, Trial):
+                reply = host.trial(req)
+            elif isinstance(req, TimeRun):
+                reply = host.time_run(req)
+            elif isinstance(req, Bulk):
+                reply = host.bulk(req)
+            elif isinstance(req, Ping):
+                reply = Ack()
+            else:
+                assert isinstance(req, Bye)
+                chan.send(Ack())
+                return
+        except StageFailure as exc:
+            reply = _reply_type(req)(failure=_failure(exc))
+        release_opened()  # queued copies into the judge's buffers land before the reply
+        chan.send(reply)
+        sys.stdout.flush()
+
+
+def _reply_type(req: Any) -> Any:
+    if isinstance(req, Trial):
+        return TrialDone
+    if isinstance(req, TimeRun):
+        return TimeDone
+    if isinstance(req, Bulk):
+        return BulkDone
+    return Ack
+
+
+def _open_to_others(path: Path) -> bool:
+    """Every folder from ``/`` to ``path`` can be entered by other users."""
+    import stat
+
+    for part in [path, *path.parents]:
+        try:
+            mode = part.stat().st_mode
+        except OSError:
+            return False
+        if part.is_dir() and not mode & stat.S_IXOTH:
+            return False
+    return True
+
+
+def runtime_readable_by_others() -> bool:
+    """Python, its packages and torch can be read by another user (else no privilege drop)."""
+    import torch
+
+    paths = [Path(sys.base_prefix), Path(sys.prefix), Path(torch.__file__).parent]
+    return all(_open_to_others(p) for p in paths)
+
+
+def drop_privileges(workdir: str) -> str | None:
+    """As root, continue as ``nobody`` (the judge's processes are then out of reach).
+
+    Returns:
+        The user now running, or None when nothing changed (not root, or disabled with
+        ``UPSKILLS_SANDBOX_USER=none``).
+    """
+    user = os.environ.get("UPSKILLS_SANDBOX_USER", "nobody")
+    if user == "none" or os.geteuid() != 0 or not runtime_readable_by_others():
+        return None
+    import pwd
+
+    try:
+        entry = pwd.getpwnam(user)
+    except KeyError:
+        return None
+    os.chown(workdir, entry.pw_uid, entry.pw_gid)
+    os.setgroups([])
+    os.setgid(entry.pw_gid)
+    os.setuid(entry.pw_uid)
+    os.environ["HOME"] = workdir
+    return user

@@ -1,0 +1,829 @@
+"""The judge: inputs, reference, comparison and verdict, in a process the candidate never enters.
+
+One judge process serves one check (forked from the judge's warm zygote, see
+:mod:`upskills.verify.sandbox`). It listens on a private socket, builds every reference from the
+task, and for each trial draws fresh inputs, computes the reference output from a pristine copy,
+hands the candidate's process shared copies and output buffers it owns, and compares what lands
+in those buffers. The candidate's replies (:mod:`upskills.verify.protocol`) carry metadata and
+timings only; the judge applies the guards to them and never executes anything the candidate
+sent. On CUDA it also cross-checks the candidate's event timings against its own clock.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import inspect
+import random
+import socket
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from upskills.tasks.model import Task
+from upskills.tasks.runtime import build_init_inputs, build_inputs, build_module, load_reference
+from upskills.verify.compare import compare_outputs, is_matmul_class
+from upskills.verify.domains import apply_domain
+from upskills.verify.guards import (
+    ALLOWED_OPS,
+    DATA_MOVEMENT_OPS,
+    SMALL_NUMEL,
+    LaunchState,
+    OpLog,
+    make_op_recorder,
+    op_family,
+    work_ops,
+)
+from upskills.verify.protocol import (
+    REPLY,
+    Ack,
+    Bulk,
+    BulkDone,
+    Bye,
+    Channel,
+    ChannelClosed,
+    ChannelTimeout,
+    Failure,
+    Hello,
+    Param,
+    Ping,
+    Setup,
+    TensorHandle,
+    TimeDone,
+    TimeRun,
+    Trial,
+    TrialDone,
+)
+from upskills.verify.shapes import PlannedVariant, ShapeError, draw_random, shrink_for_cpu
+from upskills.verify.timing import summarize
+from upskills.verify.transport import SharedArena, buffer_like, export_args
+from upskills.verify.verdict import ErrorClass, Timing, VariantResult, VerdictStage
+from upskills.verify.worker import StageFailure, environment
+
+TIMING_INPUT_SETS = 3
+"""Input sets the timed calls rotate through (a stale result then shows)."""
+KEEP_TIMED = 2
+"""Outputs of the last timed calls checked against the reference."""
+CLOCK_TOLERANCE = 0.35
+"""The judge's per-call time may exceed the candidate's median by this share (plus slack)."""
+CLOCK_SLACK_MS = 0.1
+"""Per-call launch overhead the judge's clock allows on top of the candidate's events."""
+GUARD_LETTERS = {
+    "no_launch": "(a) ",
+    "torch_compute": "(b) ",
+    "python_fallback": "(b) ",
+    "stale_result": "(c) ",
+    "timed_result": "(c) ",
+    "library_patch": "(d) ",
+    "threads": "(d) ",
+    "clock": "(d) ",
+    "output_type": "(b) ",
+    "output_alias": "(b) ",
+}
+"""The guard families of the docs: (a) own kernel, (b) not PyTorch's work, (c) no caching,
+(d) no timing or library tricks, (e) no reaching the judge."""
+CPU_NOTE = (
+    "CPU (Triton interpreter): programs run one after another, so races between programs "
+    "cannot show, and nothing is timed"
+)
+
+
+class JudgeJob(BaseModel):
+    """What the judge's process needs for one check."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    task: Task
+    device: str
+    address: str
+    """Abstract Unix socket name to listen on."""
+    display: str
+    variants: list[str]
+    seeds: int
+    seed: int
+    """The check's seed (every trial's seed derives from it)."""
+    random_shape: bool = True
+    timing: bool = True
+    timeout_s: float
+    share_with_others: bool = False
+    """Shared-memory files readable by another user (the candidate runs as ``nobody``)."""
+    static_notes: list[str] = Field(default_factory=list)
+
+
+class JudgeResult(BaseModel):
+    """What the judge decided (the Verifier turns it into a Verdict)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    passed: bool = False
+    error_class: ErrorClass | None = None
+    stage: VerdictStage = VerdictStage.CORRECTNESS
+    guard: str | None = None
+    message: str = ""
+    variants: list[VariantResult] = Field(default_factory=list)
+    timing_status: str = "skipped"
+    timing: Timing | None = None
+    env: dict[str, str] = Field(default_factory=dict)
+    notes: list[str] = Field(default_factory=list)
+    stage_seconds: dict[str, float] = Field(default_factory=dict)
+    candidate_lost: str | None = None
+    """``closed`` or ``timeout`` when the candidate's process stopped answering."""
+
+
+class CandidateLost(Exception):
+    """The candidate's process closed the connection or did not answer in time."""
+
+    def __init__(self, how: str) -> None:
+        super().__init__(how)
+        self.how = how
+
+
+@dataclass
+class _Prepared:
+    plan: PlannedVariant
+    module: Any
+    init_inputs: list[Any]
+    model: Any
+
+
+@dataclass
+class _Clock:
+    marks: dict[str, float] = field(default_factory=dict)
+
+    def add(self, stage: str, seconds: float) -> None:
+        self.marks[stage] = round(self.marks.get(stage, 0.0) + seconds, 4)
+
+
+def trial_seed(seed: int, variant: str, index: int) -> int:
+    """The seed of one trial, derived from the check's seed."""
+    digest = hashlib.sha256(f"{seed}:{variant}:{index}".encode()).digest()
+    return int.from_bytes(digest[:4], "big") & 0x7FFFFFFF
+
+
+def _params(fn: Any) -> list[Param]:
+    params = list(inspect.signature(fn).parameters.values())
+    if params and params[0].name == "self":
+        params = params[1:]
+    return [Param(name=p.name, kind=p.kind.name, text=str(p)) for p in params]
+
+
+def _sync(device: str) -> None:
+    if device.startswith("cuda"):
+        import torch
+
+        torch.cuda.synchronize()
+
+
+def _flatten(value: Any) -> tuple[str, list[Any]]:
+    import torch
+
+    if isinstance(value, torch.Tensor):
+        return "tensor", [value]
+    if isinstance(value, list | tuple) and all(isinstance(v, torch.Tensor) for v in value):
+        kind = "tuple" if isinstance(value, tuple) else "list"
+        return f"{kind}[{len(value)}]", list(value)
+    raise StageFailure(
+        ErrorClass.TASK,
+        VerdictStage.CORRECTNESS,
+        f"the reference returns a {type(value).__name__}; the judge compares tensors "
+        "and tuples/lists of tensors",
+    )
+
+
+def _clone(value: Any) -> Any:
+    import torch
+
+    if isinstance(value, torch.Tensor):
+        return value.clone()
+    if isinstance(value, list | tuple):
+        return type(value)(_clone(v) for v in value)
+    return value
+
+
+def _mutated(now: list[Any], pristine: list[Any]) -> str | None:
+    import torch
+
+    for i, (a, b) in enumerate(zip(now, pristine, strict=False)):
+        if isinstance(a, torch.Tensor):
+            same = (a == b) | (a.isnan() & b.isnan()) if a.is_floating_point() else a == b
+            if not bool(same.all()):
+                return f"input[{i}]"
+        elif isinstance(a, list | tuple):
+            inner = _mutated(list(a), list(b))
+            if inner:
+                return f"input[{i}]{inner.removeprefix('input')}"
+    return None
+
+
+class Judge:
+    """Judges one candidate over the connection to its process."""
+
+    def __init__(self, job: JudgeJob, chan: Channel, deadline: float) -> None:
+        self.job = job
+        self.task = job.task
+        self.device = job.device
+        self.chan = chan
+        self.deadline = deadline
+        self.arena = SharedArena(readable_by_others=job.share_with_others)
+        self.clock = _Clock()
+        self.result = JudgeResult(timing_status="unavailable" if job.device == "cpu" else "skipped")
+        self.matmul = is_matmul_class(self.task.tags)
+
+    # ------------------------------------------------------------------ exchange
+
+    def ask(self, message: BaseModel) -> Any:
+        """Send a request and wait (until the check's deadline) for the typed reply.
+
+        The judge's own queued work (input copies, poisoned output buffers) finishes first: the
+        candidate's process runs in another CUDA context, which the GPU may schedule earlier.
+        """
+        _sync(self.device)
+        try:
+            self.chan.send(message)
+            raw = self.chan.recv_raw(self.deadline)
+        except ChannelTimeout as exc:
+            raise CandidateLost("timeout") from exc
+        except (ChannelClosed, BrokenPipeError, ConnectionResetError) as exc:
+            raise CandidateLost("closed") from exc
+        try:
+            return REPLY.validate_python(raw)
+        except ValueError as exc:
+            raise StageFailure(
+                ErrorClass.GUARD,
+                VerdictStage.CORRECTNESS,
+                f"{self.job.display}: the candidate's process sent a malformed reply ({exc})",
+                guard="protocol",
+            ) from exc
+
+    def _fail_from(self, failure: Failure) -> StageFailure:
+        try:
+            cls = ErrorClass(failure.error_class)
+        except ValueError:
+            cls = ErrorClass.RUNTIME
+        try:
+            stage = VerdictStage(failure.stage)
+        except ValueError:
+            stage = VerdictStage.CORRECTNESS
+        return StageFailure(cls, stage, failure.message, guard=failure.guard)
+
+    # ------------------------------------------------------------------ plan
+
+    def plan(self) -> list[PlannedVariant]:
+        """The named variants (shrunk to the CPU budget on CPU) and one drawn at random."""
+        planned: list[PlannedVariant] = []
+        for name in self.job.variants:
+            variant = next(v for v in self.task.all_variants() if v.name == name)
+            if self.device == "cpu":
+                try:
+                    plan = shrink_for_cpu(self.task, variant)
+                except ShapeError as exc:
+                    raise StageFailure(
+                        ErrorClass.TASK,
+                        VerdictStage.CORRECTNESS,
+                        f"reference of task {self.task.name!r} at variant {variant.name!r}: {exc}",
+                    ) from exc
+                if plan.name != variant.name:
+                    self.result.notes.append(
+                        f"variant {variant.name!r} shrunk for the CPU: "
+                        + ", ".join(
+                            f"{k}={v}"
+                            for k, v in plan.globals.items()
+                            if variant.globals.get(k) != v
+                        )
+                    )
+            else:
+                plan = PlannedVariant(variant.name, dict(variant.globals))
+            planned.append(plan)
+        if self.job.random_shape:
+            rng = random.Random(self.job.seed)
+            drawn, note = draw_random(self.task, self.device, rng, planned[0] if planned else None)
+            if drawn is not None:
+                planned.append(drawn)
+            else:
+                self.result.notes.append(f"no random shape this check: {note}")
+        return planned
+
+    def prepare(self, plan: PlannedVariant) -> _Prepared:
+        """Load the reference at this shape and build its model (seeded by the check)."""
+        from upskills.tasks.runtime import ReferenceRunError
+
+        base_name = plan.name.split("~")[0]
+        base = next((v for v in self.task.all_variants() if v.name == base_name), None)
+        try:
+            module = load_reference(self.task, base or self.task.main_variant())
+        except ReferenceRunError as exc:
+            raise StageFailure(ErrorClass.TASK, VerdictStage.IMPORT, str(exc)) from exc
+        module.__dict__.update(plan.globals)
+        seed = trial_seed(self.job.seed, plan.name, -1)
+        try:
+            init_inputs = build_init_inputs(module, self.device, seed)
+            model = build_module(module.Model, _clone(init_inputs), self.device, seed)
+        except Exception as exc:  # noqa: BLE001 - a reference that cannot be built is the task's
+            raise StageFailure(
+                ErrorClass.TASK,
+                VerdictStage.CORRECTNESS,
+                f"reference of task {self.task.name!r} could not be built at {plan.name!r}: "
+                f"{type(exc).__name__}: {exc}",
+            ) from exc
+        return _Prepared(plan, module, init_inputs, model)
+
+    # ------------------------------------------------------------------ correctness
+
+    def setup(self, prepared: _Prepared, first: bool) -> None:
+        """Have the candidate build ``ModelNew`` for this variant."""
+        import torch
+
+        held: list[Any] = []  # the shared copies live until the candidate has read them
+        init_shared, init_wire = export_args(prepared.init_inputs, self.arena)
+        held.append(init_shared)
+        state: dict[str, TensorHandle] = {}
+        if isinstance(prepared.model, torch.nn.Module):
+            for key, value in prepared.model.state_dict().items():
+                shared, wire = export_args([value.detach()], self.arena)
+                held.append(shared)
+                handle = wire[0]
+                assert isinstance(handle, TensorHandle)
+                state[key] = handle
+        req = Setup(variant=prepared.plan.name, init_args=init_wire, state=state)
+        if first:
+            req.interface = True
+            req.init_params = _params(prepared.module.Model.__init__)
+            req.forward_params = _params(prepared.module.Model.forward)
+        reply = self.ask(req)
+        del held
+        if not isinstance(reply, Ack):
+            raise StageFailure(ErrorClass.RUNTIME, VerdictStage.CORRECTNESS, "unexpected reply")
+        if reply.failure is not None:
+            raise self._fail_from(reply.failure)
+
+    def reference(self, prepared: _Prepared, inputs: list[Any]) -> tuple[Any, set[str]]:
+        """The reference output on a copy of ``inputs`` and the op families it worked with."""
+        import torch
+
+        log = OpLog()
+        copies = _clone(inputs)
+        with torch.no_grad(), make_op_recorder(log, LaunchState()):
+            try:
+                out = prepared.model(*copies)
+            except Exception as exc:  # noqa: BLE001 - a broken reference is the task's fault
+                raise StageFailure(
+                    ErrorClass.TASK,
+                    VerdictStage.CORRECTNESS,
+                    f"reference of task {self.task.name!r} failed at {prepared.plan.name!r}: "
+                    f"{type(exc).__name__}: {exc}",
+                ) from exc
+        _sync(self.device)
+        return out, work_ops(log)
+
+    def trial(
+        self, prepared: _Prepared, index: int, domain: str, prev: dict[str, Any]
+    ) -> VariantResult:
+        """One trial: fresh inputs, the reference, the candidate's run, guards and values."""
+        name = prepared.plan.name
+        seed = trial_seed(self.job.seed, name, index)
+        t0 = time.monotonic()
+        inputs = build_inputs(prepared.module, self.device, seed)
+        if domain != "normal":
+            apply_domain(inputs, domain, seed)
+        pristine = _clone(inputs)
+        ref_out, ref_work = self.reference(prepared, inputs)
+        structure, ref_items = _flatten(ref_out)
+        shared_inputs, wire = export_args(inputs, self.arena)
+        buffers = [buffer_like(t, self.arena) for t in ref_items]
+        self.clock.add("reference", time.monotonic() - t0)
+        where = f"variant {name!r} seed {seed}" + (
+            f" ({domain} inputs)" if domain != "normal" else ""
+        )
+        t1 = time.monotonic()
+        reply = self.ask(
+            Trial(label=where, inputs=wire, outputs=[h for _, h in buffers], structure=structure)
+        )
+        self.clock.add("candidate", time.monotonic() - t1)
+        t2 = time.monotonic()
+        if not isinstance(reply, TrialDone):
+            raise StageFailure(ErrorClass.RUNTIME, VerdictStage.CORRECTNESS, "unexpected reply")
+        if reply.failure is not None:
+            raise self._fail_from(reply.failure)
+        self.guards(reply, ref_work, where)
+        result = VariantResult(variant=name, seed=seed, domain=domain, passed=True)
+        if prepared.plan.drawn:
+            result.shape = dict(prepared.plan.globals)
+        problem = self.output_problem(reply, structure, ref_items, where)
+        if problem is not None:
+            result.passed, result.error_class, result.message = False, problem[0], problem[1]
+            self.clock.add("compare", time.monotonic() - t2)
+            return result
+        changed = _mutated(shared_inputs, pristine)
+        if changed:
+            result.passed, result.error_class = False, ErrorClass.MUTATION
+            result.message = f"{where}: the candidate modified its {changed}"
+            self.clock.add("compare", time.monotonic() - t2)
+            return result
+        got = [b for b, _ in buffers]
+        out = got[0] if structure == "tensor" else got
+        ref = ref_items[0] if structure == "tensor" else ref_items
+        # offset inputs are quantised (fp32 spacing 6e-5 at 1000): TF32-level tolerance there;
+        # a one-pass variance still misses by orders of magnitude
+        loose = self.matmul or domain == "offset"
+        cmp = compare_outputs(ref, out, atol=self.task.atol, rtol=self.task.rtol, matmul=loose)
+        result.max_abs_err, result.max_rel_err = cmp.max_abs_err, cmp.max_rel_err
+        result.atol, result.rtol = cmp.atol, cmp.rtol
+        if not cmp.passed:
+            stale = prev.get(name)
+            if (
+                stale is not None
+                and compare_outputs(stale[1], out).passed
+                and not compare_outputs(stale[0], ref).passed
+            ):
+                raise StageFailure(
+                    ErrorClass.GUARD,
+                    VerdictStage.GUARDS,
+                    f"{self.job.display}: guard (c) ModelNew returned the previous call's result "
+                    f"for new inputs ({where}): results must not be cached",
+                    guard="stale_result",
+                )
+            result.passed = False
+            result.error_class = cmp.error_class
+            result.message = f"{where}: {cmp.message}"
+        prev[name] = (_clone(ref), _clone(out))
+        self.clock.add("compare", time.monotonic() - t2)
+        return result
+
+    def guards(self, reply: TrialDone, ref_work: set[str], where: str) -> None:
+        """Run-time guards on what the candidate's process reported about one call."""
+        display = self.job.display
+
+        def fire(guard: str, text: str) -> StageFailure:
+            letter = GUARD_LETTERS.get(guard, "")
+            return StageFailure(
+                ErrorClass.GUARD,
+                VerdictStage.GUARDS,
+                f"{display}: guard {letter}{text} ({where})",
+                guard=guard,
+            )
+
+        if reply.library_changes:
+            raise fire(
+                "library_patch",
+                "library state changed while forward ran: " + ", ".join(reply.library_changes[:5]),
+            )
+        if reply.threads_started:
+            raise fire(
+                "threads",
+                f"forward started {reply.threads_started} thread(s); threads escape the op "
+                "recorder and the timed stream",
+            )
+        if reply.launches == 0:
+            raise fire(
+                "no_launch",
+                "ModelNew.forward launched no kernel of its own; launch a Triton or "
+                "load_inline kernel in every call",
+            )
+        scalars = reply.python_scalars + sum(
+            op.calls for op in reply.ops if op.name == "_local_scalar_dense"
+        )
+        if scalars > SMALL_NUMEL:
+            raise fire(
+                "python_fallback",
+                f"forward converted {scalars} tensor elements to Python/NumPy values (a Python "
+                "or NumPy fallback is not a kernel)",
+            )
+        bad = []
+        compute_total = 0
+        for op in reply.ops:
+            if op.name in ALLOWED_OPS:
+                continue
+            if op.name not in DATA_MOVEMENT_OPS:
+                compute_total += op.total_numel
+            if op.numel <= SMALL_NUMEL:
+                continue
+            if op.name not in DATA_MOVEMENT_OPS or op_family(op.name) in ref_work:
+                bad.append(op)
+        if bad:
+            names = ", ".join(f"aten.{op.name} on {op.numel} elements" for op in bad[:4])
+            raise fire(
+                "torch_compute",
+                f"ModelNew.forward runs PyTorch compute ops for the task's work ({names}); "
+                "do the work in your own kernel",
+            )
+        if compute_total > SMALL_NUMEL:
+            ops = ", ".join(
+                f"aten.{op.name} x{op.calls}"
+                for op in reply.ops
+                if op.name not in ALLOWED_OPS and op.name not in DATA_MOVEMENT_OPS
+            )
+            raise fire(
+                "torch_compute",
+                f"ModelNew.forward runs PyTorch compute ops on {compute_total} elements in all "
+                f"({ops}); splitting the work into small pieces is still PyTorch's work",
+            )
+
+    def output_problem(
+        self, reply: TrialDone, structure: str, ref_items: list[Any], where: str
+    ) -> tuple[ErrorClass, str] | None:
+        """Structure, exact type, aliasing, shape, dtype and device of the outputs."""
+        from upskills.verify.transport import dtype_name
+
+        if reply.structure != structure or len(reply.outputs) != len(ref_items):
+            return ErrorClass.SHAPE, (
+                f"{where}: forward returned {reply.structure or 'nothing'}, expected {structure}"
+            )
+        for i, (meta, ref) in enumerate(zip(reply.outputs, ref_items, strict=True)):
+            label = "output" if structure == "tensor" else f"output[{i}]"
+            if not meta.exact_tensor:
+                raise StageFailure(
+                    ErrorClass.GUARD,
+                    VerdictStage.GUARDS,
+                    f"{self.job.display}: {label} is a {meta.type_name}, not a plain "
+                    f"torch.Tensor ({where}); subclasses can do work where outputs are judged",
+                    guard="output_type",
+                )
+            if meta.aliases_input:
+                raise StageFailure(
+                    ErrorClass.GUARD,
+                    VerdictStage.GUARDS,
+                    f"{self.job.display}: {label} shares memory with an input ({where}); "
+                    "return a new tensor",
+                    guard="output_alias",
+                )
+            if meta.shape != list(ref.shape):
+                return ErrorClass.SHAPE, (
+                    f"{where}: {label} has shape {tuple(meta.shape)}, expected {tuple(ref.shape)}"
+                )
+            if meta.dtype != dtype_name(ref.dtype):
+                return ErrorClass.DTYPE, (
+                    f"{where}: {label} has dtype {meta.dtype}, expected {dtype_name(ref.dtype)}"
+                )
+            if meta.device != ref.device.type:
+                return ErrorClass.DEVICE, (
+                    f"{where}: {label} is on {meta.device}, expected {ref.device.type}"
+                )
+        return None
+
+    # ------------------------------------------------------------------ timing
+
+    def time_main(self, prepared: _Prepared) -> None:
+        """Time the candidate on the main variant and check its clock against the judge's."""
+        import torch
+
+        t0 = time.monotonic()
+        sets = [
+            build_inputs(prepared.module, self.device, trial_seed(self.job.seed, "timing", i))
+            for i in range(TIMING_INPUT_SETS)
+        ]
+        refs = [_flatten(self.reference(prepared, s)[0])[1] for s in sets]
+        exported = [export_args(s, self.arena) for s in sets]
+        wires = [wire for _, wire in exported]
+        del sets  # the shared copies stay; the references were computed from these first
+        keep = [[buffer_like(t, self.arena) for t in refs[0]] for _ in range(KEEP_TIMED)]
+        bulk_bufs = [buffer_like(t, self.arena) for t in refs[0]]  # made with the others
+        rng = random.Random(self.job.seed ^ 0x5EED)
+        order = [rng.randrange(TIMING_INPUT_SETS) for _ in range(4096)]
+        self.clock.add("timing_setup", time.monotonic() - t0)
+        t1 = time.monotonic()
+        reply = self.ask(
+            TimeRun(
+                input_sets=wires,
+                order=order,
+                keep=[[h for _, h in bufs] for bufs in keep],
+                max_reps=2000,
+                target_ms=1000.0,
+            )
+        )
+        wall_ms = (time.monotonic() - t1) * 1000.0
+        self.clock.add("timing", wall_ms / 1000.0)
+        if not isinstance(reply, TimeDone):
+            raise StageFailure(ErrorClass.RUNTIME, VerdictStage.TIMING, "unexpected reply")
+        if reply.failure is not None:
+            failure = self._fail_from(reply.failure)
+            failure.stage = VerdictStage.TIMING
+            raise failure
+        display = self.job.display
+        if reply.library_changes:
+            raise StageFailure(
+                ErrorClass.GUARD,
+                VerdictStage.TIMING,
+                f"{display}: library state changed while timed: {', '.join(reply.library_changes)}",
+                guard="library_patch",
+            )
+        times = [t for t in reply.times_ms if t == t and t >= 0]
+        if not times or len(times) != len(reply.times_ms):
+            raise StageFailure(
+                ErrorClass.TIMING, VerdictStage.TIMING, f"{display}: no valid timings came back"
+            )
+        if reply.launches < len(times):
+            raise StageFailure(
+                ErrorClass.GUARD,
+                VerdictStage.TIMING,
+                f"{display}: some timed calls launched no kernel (cached result?)",
+                guard="no_launch",
+            )
+        total_calls = len(times) + 6  # 3 warm-up and 3 estimate calls precede the timed ones
+        for k, bufs in enumerate(keep[-len(reply.picks) :] if reply.picks else []):
+            call = total_calls - len(reply.picks) + k
+            pick = order[call % len(order)]
+            got = [b for b, _ in bufs]
+            cmp = compare_outputs(
+                refs[pick] if len(refs[pick]) > 1 else refs[pick][0],
+                got if len(got) > 1 else got[0],
+                atol=self.task.atol,
+                rtol=self.task.rtol,
+                matmul=self.matmul,
+            )
+            if not cmp.passed:
+                raise StageFailure(
+                    ErrorClass.GUARD,
+                    VerdictStage.TIMING,
+                    f"{display}: the timed calls returned a wrong result ({cmp.message}): the "
+                    "candidate behaves differently when timed",
+                    guard="timed_result",
+                )
+        if sum(times) > wall_ms * 1.05 + 1.0:
+            raise StageFailure(
+                ErrorClass.TIMING,
+                VerdictStage.TIMING,
+                f"{display}: the candidate reports {sum(times):.1f} ms of timed calls in "
+                f"{wall_ms:.1f} ms of the judge's clock",
+                guard="clock",
+            )
+        timing = summarize(times)
+        self.clock_check(timing, wires[0], refs[0], bulk_bufs)
+        self.result.timing = timing
+        self.result.timing_status = "measured"
+        del torch
+
+    def clock_check(
+        self, timing: Timing, wire: list[Any], ref: list[Any], bufs: list[tuple[Any, TensorHandle]]
+    ) -> None:
+        """Back-to-back calls timed by the judge's own clock must agree with the events."""
+        t0 = time.monotonic()
+        rtts = []
+        for _ in range(3):
+            s = time.monotonic()
+            self.ask(Ping())
+            rtts.append(time.monotonic() - s)
+        rtt_ms = min(rtts) * 1000.0
+        calls = int(min(200, max(5, 60.0 / max(timing.median_ms, 1e-3))))
+        s = time.monotonic()
+        reply = self.ask(Bulk(calls=calls, inputs=wire, outputs=[h for _, h in bufs]))
+        wall_ms = (time.monotonic() - s) * 1000.0 - rtt_ms
+        self.clock.add("clock_check", time.monotonic() - t0)
+        display = self.job.display
+        if not isinstance(reply, BulkDone) or reply.failure is not None:
+            raise StageFailure(
+                ErrorClass.TIMING, VerdictStage.TIMING, f"{display}: the clock check failed"
+            )
+        got = [b for b, _ in bufs]
+        cmp = compare_outputs(
+            ref if len(ref) > 1 else ref[0],
+            got if len(got) > 1 else got[0],
+            atol=self.task.atol,
+            rtol=self.task.rtol,
+            matmul=self.matmul,
+        )
+        if not cmp.passed or reply.launches < calls:
+            why = cmp.message if not cmp.passed else f"{reply.launches} launches in {calls} calls"
+            raise StageFailure(
+                ErrorClass.GUARD,
+                VerdictStage.TIMING,
+                f"{display}: guard (c) back-to-back calls returned a wrong result or launched "
+                f"nothing ({why})",
+                guard="timed_result",
+            )
+        per_call = wall_ms / calls
+        if per_call - timing.median_ms > max(CLOCK_TOLERANCE * per_call, CLOCK_SLACK_MS):
+            raise StageFailure(
+                ErrorClass.TIMING,
+                VerdictStage.TIMING,
+                f"{display}: the candidate's events say {timing.median_ms:.4f} ms per call, the "
+                f"judge's clock {per_call:.4f} ms per call over {calls} back-to-back calls: "
+                "timings that disagree with the judge are not reported",
+                guard="clock",
+            )
+
+    # ------------------------------------------------------------------ whole check
+
+    def run(self) -> JudgeResult:
+        """Plan, prepare, then run every trial (and timing) against the candidate."""
+        t0 = time.monotonic()
+        planned = self.plan()
+        prepared = [self.prepare(p) for p in planned]
+        self.clock.add("prepare", time.monotonic() - t0)
+        t1 = time.monotonic()
+        hello = self._hello()
+        self.clock.add("import", time.monotonic() - t1)
+        self.result.env = {**hello.env, **environment()}
+        if hello.failure is not None:
+            raise self._fail_from(hello.failure)
+        domains = ["normal", *self.task.domains]
+        prev: dict[str, Any] = {}
+        count = 0
+        for i, prep in enumerate(prepared):
+            self.setup(prep, first=i == 0)
+            for index in range(self.job.seeds):
+                domain = domains[(index + i) % len(domains)] if index else "normal"
+                res = self.trial(prep, index, domain, prev)
+                self.result.variants.append(res)
+                count += 1
+                if not res.passed:
+                    break
+            if any(not r.passed for r in self.result.variants):
+                break
+        self._conclude(count, len(prepared))
+        prev.clear()  # large outputs: free them before the timing sets are built
+        if self.result.passed and self.job.timing and self.device.startswith("cuda"):
+            main = next((p for p in prepared if p.plan.name == self.task.main_variant().name), None)
+            if main is None:
+                main = self.prepare(PlannedVariant(self.task.main_variant().name))
+                self.setup(main, first=False)
+            self.time_main(main)
+        return self.result
+
+    def _hello(self) -> Hello:
+        try:
+            raw = self.chan.recv_raw(self.deadline)
+        except ChannelTimeout as exc:
+            raise CandidateLost("timeout") from exc
+        except ChannelClosed as exc:
+            raise CandidateLost("closed") from exc
+        reply = REPLY.validate_python(raw)
+        if not isinstance(reply, Hello):
+            raise CandidateLost("closed")
+        return reply
+
+    def _conclude(self, count: int, variants: int) -> None:
+        bad = [r for r in self.result.variants if not r.passed]
+        if bad:
+            first = bad[0]
+            self.result.passed = False
+            self.result.error_class = first.error_class
+            self.result.stage = VerdictStage.CORRECTNESS
+            self.result.message = f"{self.job.display}: {first.message}"
+            return
+        used = sorted({r.domain for r in self.result.variants} - {"normal"})
+        extra = f"; adversarial inputs: {', '.join(used)}" if used else ""
+        self.result.passed = True
+        self.result.stage = VerdictStage.CORRECTNESS
+        self.result.message = (
+            f"correct on {count} trials ({variants} shapes, 1 drawn at random, x "
+            f"{self.job.seeds} seeds{extra})"
+            if any(r.shape for r in self.result.variants)
+            else f"correct on {count} trials ({variants} shapes x {self.job.seeds} seeds{extra})"
+        )
+
+
+def judge_check(job: JudgeJob) -> JudgeResult:
+    """Body of the judge's process for one check.
+
+    Listens on ``job.address``, waits for the candidate's process, and judges it; every failure
+    of the candidate ends up in the result, never as an exception.
+    """
+    start = time.monotonic()
+    deadline = start + job.timeout_s
+    if job.device.startswith("cuda"):  # references in full fp32: cuDNN convolutions default to TF32
+        import torch
+
+        torch.backends.cudnn.allow_tf32 = False
+        torch.backends.cuda.matmul.allow_tf32 = False
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind("\0" + job.address)
+    listener.listen(1)
+    listener.settimeout(max(1.0, job.timeout_s))
+    conn: socket.socket | None = None
+    result = JudgeResult()
+    judge: Judge | None = None
+    try:
+        conn, _ = listener.accept()
+        listener.close()
+        judge = Judge(job, Channel(conn), deadline)
+        result = judge.result
+        result = judge.run()
+        try:
+            judge.chan.send(Bye())
+        except OSError:
+            pass
+    except TimeoutError:
+        result.candidate_lost = "timeout"
+        result.message = "the candidate's process never connected"
+    except CandidateLost as exc:
+        result.candidate_lost = exc.how
+        result.passed = False
+    except StageFailure as exc:
+        result.passed = False
+        result.error_class, result.message = exc.error_class, exc.message
+        result.stage = VerdictStage(exc.stage)
+        result.guard = exc.guard
+        if exc.stage == VerdictStage.TIMING:
+            result.timing_status = "failed"
+    finally:
+        if judge is not None:
+            judge.arena.close()
+            result.stage_seconds = dict(judge.clock.marks)
+        if conn is not None:
+            conn.close()
+    if job.device == "cpu":
+        result.notes.append(CPU_NOTE)
+    result.notes.extend(job.static_notes)
+    result.stage_seconds["judge_total"] = round(time.monotonic() - start, 4)
+    return result

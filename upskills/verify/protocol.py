@@ -1,0 +1,337 @@
+"""Typed messages between the judge and the candidate's process.
+
+The judge (inputs, reference, comparison, verdict) and the candidate (its module, its kernels)
+live in two processes that talk over one Unix socket: a 4-byte length, then one JSON object
+validated into one of the models below. Nothing crosses as a pickle, so nothing the candidate
+sends can run code in the judge; tensors cross as handles to memory the judge owns (shared
+memory on CPU, CUDA IPC on a GPU). The candidate's replies carry only metadata and timings: a
+reply can make the judge reject a candidate, never accept one, because every value the judge
+accepts is read from its own buffers and compared with a reference it computed itself.
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+import struct
+import time
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+
+MAX_REPLY_BYTES = 2 * 1024 * 1024
+"""The largest message the judge accepts from the candidate (a bigger one is an error)."""
+
+
+class _Message(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class CudaIpc(_Message):
+    """A CUDA IPC handle of a storage (what ``UntypedStorage._share_cuda_`` returns)."""
+
+    device: int
+    """CUDA device index."""
+    handle: str
+    """The memory handle, hex."""
+    storage_size: int
+    """Size of the storage in bytes."""
+    storage_offset: int
+    """Offset of the storage within the allocation, bytes."""
+    ref_counter_handle: str
+    """Handle of torch's cross-process reference counter, hex."""
+    ref_counter_offset: int
+    """Offset within the reference counter file."""
+    event_handle: str
+    """Handle of the IPC event the receiver waits on, hex ('' when none)."""
+    event_sync_required: bool
+    """Whether the receiver must wait on that event before reading."""
+
+
+class TensorHandle(_Message):
+    """Where a tensor lives in judge-owned memory, and how to view it."""
+
+    kind: Literal["tensor"] = "tensor"
+    dtype: str
+    """torch dtype name without prefix (``float32``)."""
+    shape: list[int]
+    """Sizes."""
+    stride: list[int]
+    """Strides, in elements."""
+    offset: int = 0
+    """Storage offset, in elements."""
+    nbytes: int
+    """Bytes of the storage behind it."""
+    shm: str | None = None
+    """CPU: path of the shared-memory file holding the storage."""
+    cuda: CudaIpc | None = None
+    """CUDA: the IPC handle of the storage."""
+
+
+class Scalar(_Message):
+    """A plain value argument."""
+
+    kind: Literal["scalar"] = "scalar"
+    value: int | float | bool | str | None
+    """The value."""
+
+
+class Sequence(_Message):
+    """A list or tuple argument of further arguments."""
+
+    kind: Literal["list"] = "list"
+    items: list[Arg]
+    """The elements."""
+    tuple: bool = False
+    """Rebuilt as a tuple when true."""
+
+
+Arg = Annotated[TensorHandle | Scalar | Sequence, Field(discriminator="kind")]
+"""One argument of a constructor or a forward call."""
+Sequence.model_rebuild()
+
+
+class Param(_Message):
+    """One parameter of the reference's ``__init__`` or ``forward`` (for the interface check)."""
+
+    name: str
+    kind: str
+    """``inspect.Parameter.kind`` name."""
+    text: str
+    """As ``str(parameter)`` prints it."""
+
+
+# ----------------------------------------------------------------------------- judge -> candidate
+
+
+class Setup(_Message):
+    """Build ``ModelNew`` for one variant: constructor arguments and the reference's state."""
+
+    op: Literal["setup"] = "setup"
+    variant: str
+    init_args: list[Arg]
+    """``get_init_inputs()`` of the variant, as the judge drew them."""
+    state: dict[str, TensorHandle] = Field(default_factory=dict)
+    """The reference's parameters and buffers, copied into same-named ones of ``ModelNew``."""
+    interface: bool = False
+    """Check ``ModelNew``'s signatures against the parameters below (first setup only)."""
+    init_params: list[Param] = Field(default_factory=list)
+    """The reference ``Model.__init__``'s parameters (interface check)."""
+    forward_params: list[Param] = Field(default_factory=list)
+    """The reference ``Model.forward``'s parameters (interface check)."""
+
+
+class Trial(_Message):
+    """Run ``forward`` once on judge inputs and copy the outputs into judge buffers."""
+
+    op: Literal["trial"] = "trial"
+    label: str
+    """What this trial is, for messages (``variant 'ragged' seed 3``)."""
+    inputs: list[Arg]
+    outputs: list[TensorHandle]
+    """One buffer per output tensor, shaped and typed as the reference's outputs."""
+    structure: str
+    """The reference output's structure: ``tensor``, ``tuple[2]``, ``list[3]``."""
+
+
+class TimeRun(_Message):
+    """Time ``forward`` with CUDA events, inputs rotated in the judge's order."""
+
+    op: Literal["time"] = "time"
+    input_sets: list[list[Arg]]
+    """Candidate inputs, one list per set."""
+    order: list[int]
+    """Which set the i-th call (warm-up included) loads; the plan may stop early."""
+    keep: list[list[TensorHandle]]
+    """Buffers for the last ``len(keep)`` timed calls' outputs (newest last)."""
+    max_reps: int
+    target_ms: float
+
+
+class Bulk(_Message):
+    """Run ``forward`` ``calls`` times back to back, then synchronise once (judge clock check)."""
+
+    op: Literal["bulk"] = "bulk"
+    calls: int
+    inputs: list[Arg]
+    outputs: list[TensorHandle]
+    """Buffers for the last call's outputs."""
+
+
+class Ping(_Message):
+    """Measure the round trip (judge clock check)."""
+
+    op: Literal["ping"] = "ping"
+
+
+class Bye(_Message):
+    """The judge is done; the candidate's process exits."""
+
+    op: Literal["bye"] = "bye"
+
+
+Request = Annotated[Setup | Trial | TimeRun | Bulk | Ping | Bye, Field(discriminator="op")]
+REQUEST: TypeAdapter[Setup | Trial | TimeRun | Bulk | Ping | Bye] = TypeAdapter(Request)
+
+
+# ----------------------------------------------------------------------------- candidate -> judge
+
+
+class Failure(_Message):
+    """A stage failed inside the candidate's process."""
+
+    error_class: str
+    """An ``ErrorClass`` value."""
+    stage: str
+    """A ``VerdictStage`` value."""
+    message: str
+    guard: str | None = None
+    """The guard that fired, when it was one."""
+
+
+class Hello(_Message):
+    """First message: the candidate's module imported (or not) and the environment."""
+
+    op: Literal["hello"] = "hello"
+    failure: Failure | None = None
+    env: dict[str, str] = Field(default_factory=dict)
+
+
+class OpSeen(_Message):
+    """An aten op the candidate's forward ran outside its own launches."""
+
+    name: str
+    numel: int
+    """Largest element count among its tensors."""
+    calls: int = 1
+    """How many times it ran."""
+    total_numel: int = 0
+    """Elements summed over every call (ops split into small chunks add up here)."""
+
+
+class OutputMeta(_Message):
+    """What the candidate's forward returned, as its process saw it."""
+
+    type_name: str
+    """``type(out).__qualname__`` with its module."""
+    exact_tensor: bool
+    """``type(out) is torch.Tensor``."""
+    shape: list[int] = Field(default_factory=list)
+    dtype: str = ""
+    device: str = ""
+    aliases_input: bool = False
+    """The output's memory overlaps an input's."""
+
+
+class Ack(_Message):
+    """Reply to ``setup``, ``ping`` and ``bye``."""
+
+    op: Literal["ack"] = "ack"
+    failure: Failure | None = None
+
+
+class TrialDone(_Message):
+    """Reply to ``trial``."""
+
+    op: Literal["trial_done"] = "trial_done"
+    failure: Failure | None = None
+    structure: str = ""
+    """The output's structure (``tensor``, ``tuple[2]``)."""
+    outputs: list[OutputMeta] = Field(default_factory=list)
+    launches: int = 0
+    """Kernel launches of its own during the call."""
+    ops: list[OpSeen] = Field(default_factory=list)
+    python_scalars: int = 0
+    """Tensor-to-Python conversions (``item``/``tolist``/``numpy``) during the call."""
+    threads_started: int = 0
+    """Python threads started during the call."""
+    library_changes: list[str] = Field(default_factory=list)
+    """Library functions that were replaced (found after the call)."""
+    default_dtype: str = "float32"
+
+
+class TimeDone(_Message):
+    """Reply to ``time``."""
+
+    op: Literal["time_done"] = "time_done"
+    failure: Failure | None = None
+    times_ms: list[float] = Field(default_factory=list)
+    """Event time of each timed call."""
+    picks: list[int] = Field(default_factory=list)
+    """Input set of each kept output (oldest first)."""
+    launches: int = 0
+    library_changes: list[str] = Field(default_factory=list)
+
+
+class BulkDone(_Message):
+    """Reply to ``bulk``."""
+
+    op: Literal["bulk_done"] = "bulk_done"
+    failure: Failure | None = None
+    event_ms: float = 0.0
+    """The candidate's own event time over all calls."""
+    launches: int = 0
+
+
+Reply = Annotated[Hello | Ack | TrialDone | TimeDone | BulkDone, Field(discriminator="op")]
+REPLY: TypeAdapter[Hello | Ack | TrialDone | TimeDone | BulkDone] = TypeAdapter(Reply)
+
+
+# ----------------------------------------------------------------------------- framing
+
+
+class ChannelClosed(Exception):
+    """The other side closed the connection (or died)."""
+
+
+class ChannelTimeout(Exception):
+    """No message came before the deadline."""
+
+
+class Channel:
+    """Length-prefixed JSON messages over a connected stream socket."""
+
+    def __init__(self, sock: socket.socket, max_bytes: int = MAX_REPLY_BYTES) -> None:
+        self.sock = sock
+        self.max_bytes = max_bytes
+
+    def send(self, message: BaseModel) -> None:
+        """Send one message."""
+        data = message.model_dump_json().encode()
+        self.sock.sendall(struct.pack(">I", len(data)) + data)
+
+    def _recv_exact(self, n: int, deadline: float | None) -> bytes:
+        chunks: list[bytes] = []
+        got = 0
+        while got < n:
+            if deadline is not None:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise ChannelTimeout("no reply before the deadline")
+                self.sock.settimeout(left)
+            else:
+                self.sock.settimeout(None)
+            try:
+                chunk = self.sock.recv(min(n - got, 1 << 20))
+            except TimeoutError as exc:
+                raise ChannelTimeout("no reply before the deadline") from exc
+            except OSError as exc:
+                raise ChannelClosed(str(exc)) from exc
+            if not chunk:
+                raise ChannelClosed("connection closed")
+            chunks.append(chunk)
+            got += len(chunk)
+        return b"".join(chunks)
+
+    def recv_raw(self, deadline: float | None = None) -> dict[str, object]:
+        """One message as parsed JSON (size-limited)."""
+        (size,) = struct.unpack(">I", self._recv_exact(4, deadline))
+        if size > self.max_bytes:
+            raise ChannelClosed(f"message of {size} bytes is over the {self.max_bytes} limit")
+        try:
+            value = json.loads(self._recv_exact(size, deadline))
+        except ValueError as exc:
+            raise ChannelClosed(f"malformed message: {exc}") from exc
+        if not isinstance(value, dict):
+            raise ChannelClosed("malformed message: not an object")
+        return value

@@ -1,0 +1,261 @@
+"""Tensors across the judge/candidate boundary without pickles.
+
+The judge owns every buffer: inputs, the reference's state, and the buffers the candidate's
+outputs are copied into. On CPU a buffer is a file in shared memory (``/dev/shm``) that both
+processes map; on CUDA it is a device allocation opened through CUDA IPC. Either way the
+candidate receives plain metadata (:class:`~upskills.verify.protocol.TensorHandle`) and maps
+the memory itself: no Python object of the judge is rebuilt in the candidate's process, and no
+object of the candidate's is rebuilt in the judge's.
+"""
+
+from __future__ import annotations
+
+import mmap
+import os
+import secrets
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from upskills.verify.protocol import Arg, CudaIpc, Scalar, Sequence, TensorHandle
+
+_SHM_ROOT = Path("/dev/shm") if Path("/dev/shm").is_dir() else Path(tempfile.gettempdir())
+
+
+def dtype_name(dtype: Any) -> str:
+    """``torch.float32`` -> ``float32``."""
+    return str(dtype).removeprefix("torch.")
+
+
+def _torch_dtype(name: str) -> Any:
+    import torch
+
+    value = getattr(torch, name, None)
+    if not isinstance(value, torch.dtype):
+        raise ValueError(f"unknown dtype {name!r}")
+    return value
+
+
+class SharedArena:
+    """Shared-memory files the judge created for one check; removed on :meth:`close`."""
+
+    def __init__(self, readable_by_others: bool = False) -> None:
+        self.paths: list[Path] = []
+        self.mode = 0o666 if readable_by_others else 0o600
+        self._keep: list[Any] = []
+
+    def empty(self, shape: list[int], stride: list[int], dtype: Any, span: int) -> Any:
+        """A CPU tensor of ``span`` elements' storage in a new shared-memory file."""
+        import torch
+
+        itemsize = torch.empty((), dtype=dtype).element_size()
+        nbytes = max(1, span * itemsize)
+        path = _SHM_ROOT / f"upskills-{secrets.token_hex(12)}"
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o600)
+        try:
+            os.fchmod(fd, self.mode)
+            os.ftruncate(fd, nbytes)
+            mapped = mmap.mmap(fd, nbytes)
+        finally:
+            os.close(fd)
+        self.paths.append(path)
+        self._keep.append(mapped)
+        flat = torch.frombuffer(mapped, dtype=torch.uint8, count=nbytes)
+        base = flat[: span * itemsize].view(dtype) if span else flat[:0].view(dtype)
+        return base.as_strided(shape, stride, 0), path
+
+    def close(self) -> None:
+        """Unlink every file (mappings stay valid until the process exits)."""
+        for path in self.paths:
+            try:
+                path.unlink()
+            except FileNotFoundError:
+                pass
+        self.paths.clear()
+
+
+def _span(tensor: Any) -> int:
+    """Elements of storage a tensor's view reaches (from its first element)."""
+    if tensor.numel() == 0:
+        return 0
+    return 1 + sum(
+        (size - 1) * stride for size, stride in zip(tensor.shape, tensor.stride(), strict=True)
+    )
+
+
+def share(tensor: Any, arena: SharedArena) -> tuple[Any, TensorHandle]:
+    """A judge-owned shared copy of ``tensor`` and its handle (same shape, strides, values).
+
+    Args:
+        tensor: A CPU or CUDA tensor (non-negative strides).
+        arena: Where CPU copies are allocated.
+
+    Returns:
+        ``(shared tensor, handle)``: the judge keeps the tensor, the candidate gets the handle.
+    """
+    import torch
+
+    shape = list(tensor.shape)
+    stride = list(tensor.stride())
+    if any(s < 0 for s in stride):
+        tensor, stride = tensor.contiguous(), list(tensor.contiguous().stride())
+    span = _span(tensor)
+    if tensor.device.type == "cpu":
+        shared, path = arena.empty(shape, stride, tensor.dtype, span)
+        shared.copy_(tensor)
+        handle = TensorHandle(
+            dtype=dtype_name(tensor.dtype),
+            shape=shape,
+            stride=stride,
+            nbytes=span * tensor.element_size(),
+            shm=str(path),
+        )
+        return shared, handle
+    base = torch.empty(max(span, 1), dtype=tensor.dtype, device=tensor.device)
+    shared = base.as_strided(shape, stride, 0)
+    shared.copy_(tensor)
+    return shared, cuda_handle(shared)
+
+
+def buffer_like(tensor: Any, arena: SharedArena) -> tuple[Any, TensorHandle]:
+    """A judge-owned contiguous buffer shaped like ``tensor``, filled with NaN or a poison value.
+
+    The candidate's outputs are copied into such buffers; the poison shows any element left
+    unwritten.
+    """
+    import torch
+
+    like = torch.empty(tensor.shape, dtype=tensor.dtype, device=tensor.device)
+    poison(like)
+    return share(like, arena)
+
+
+def poison(tensor: Any) -> None:
+    """Fill with NaN (floats), the dtype's minimum (ints) or True (bool)."""
+    import torch
+
+    if tensor.is_floating_point() or tensor.is_complex():
+        tensor.fill_(float("nan"))
+    elif tensor.dtype == torch.bool:
+        tensor.fill_(True)
+    else:
+        tensor.fill_(torch.iinfo(tensor.dtype).min)
+
+
+def cuda_handle(tensor: Any) -> TensorHandle:
+    """The IPC handle of a CUDA tensor's storage."""
+    storage = tensor.untyped_storage()
+    (device, handle, size, offset, ref_handle, ref_offset, event, sync) = storage._share_cuda_()
+    return TensorHandle(
+        dtype=dtype_name(tensor.dtype),
+        shape=list(tensor.shape),
+        stride=list(tensor.stride()),
+        offset=tensor.storage_offset(),
+        nbytes=storage.nbytes(),
+        cuda=CudaIpc(
+            device=int(device),
+            handle=bytes(handle).hex(),
+            storage_size=int(size),
+            storage_offset=int(offset),
+            ref_counter_handle=bytes(ref_handle).hex(),
+            ref_counter_offset=int(ref_offset),
+            event_handle=bytes(event or b"").hex(),
+            event_sync_required=bool(sync),
+        ),
+    )
+
+
+def open_handle(handle: TensorHandle) -> Any:
+    """The candidate's view of a judge-owned tensor (maps the memory; copies nothing)."""
+    import torch
+
+    dtype = _torch_dtype(handle.dtype)
+    if handle.shm is not None:
+        fd = os.open(handle.shm, os.O_RDWR)
+        try:
+            size = os.fstat(fd).st_size
+            mapped = mmap.mmap(fd, size)
+        finally:
+            os.close(fd)
+        _MAPPINGS.append(mapped)
+        flat = torch.frombuffer(mapped, dtype=torch.uint8, count=size)
+        itemsize = torch.empty((), dtype=dtype).element_size()
+        usable = (size // itemsize) * itemsize
+        base = flat[:usable].view(dtype)
+        return base.as_strided(handle.shape, handle.stride, handle.offset)
+    if handle.cuda is not None:
+        c = handle.cuda
+        torch.cuda.init()  # opening an IPC handle needs an initialised CUDA context
+        storage = torch.UntypedStorage._new_shared_cuda(
+            c.device,
+            bytes.fromhex(c.handle),
+            c.storage_size,
+            c.storage_offset,
+            bytes.fromhex(c.ref_counter_handle),
+            c.ref_counter_offset,
+            bytes.fromhex(c.event_handle),
+            c.event_sync_required,
+        )
+        out = torch.empty(0, dtype=dtype, device=f"cuda:{c.device}")
+        out.set_(storage, handle.offset, handle.shape, handle.stride)
+        _OPENED.append(out)
+        return out
+    raise ValueError("tensor handle names neither shared memory nor a CUDA IPC handle")
+
+
+_MAPPINGS: list[Any] = []
+"""Mappings opened in this process (kept alive as long as the tensors over them)."""
+
+_OPENED: list[Any] = []
+"""CUDA tensors opened for the request being served. Releasing the last reference to an IPC
+mapping unmaps it at once, even while a copy into it is still queued: they are kept until
+:func:`release_opened` has synchronised."""
+
+
+def release_opened() -> None:
+    """Synchronise the device, then drop the CUDA mappings opened for the last request."""
+    if _OPENED:
+        import torch
+
+        torch.cuda.synchronize()
+        _OPENED.clear()
+
+
+def export_args(values: list[Any], arena: SharedArena) -> tuple[list[Any], list[Arg]]:
+    """Shared copies of (nested) arguments and their wire form."""
+    import torch
+
+    shared: list[Any] = []
+    wire: list[Arg] = []
+    for value in values:
+        if isinstance(value, torch.Tensor):
+            tensor, handle = share(value, arena)
+            shared.append(tensor)
+            wire.append(handle)
+        elif isinstance(value, list | tuple):
+            inner, inner_wire = export_args(list(value), arena)
+            shared.append(type(value)(inner))
+            wire.append(Sequence(items=inner_wire, tuple=isinstance(value, tuple)))
+        elif value is None or isinstance(value, int | float | bool | str):
+            shared.append(value)
+            wire.append(Scalar(value=value))
+        else:
+            raise TypeError(
+                f"the task passes a {type(value).__name__} argument; only tensors, numbers, "
+                "strings and lists of them can cross to the candidate"
+            )
+    return shared, wire
+
+
+def import_args(wire: list[Arg]) -> list[Any]:
+    """The candidate's view of arguments sent with :func:`export_args`."""
+    out: list[Any] = []
+    for arg in wire:
+        if isinstance(arg, TensorHandle):
+            out.append(open_handle(arg))
+        elif isinstance(arg, Sequence):
+            inner = import_args(arg.items)
+            out.append(tuple(inner) if arg.tuple else inner)
+        else:
+            out.append(arg.value)
+    return out
