@@ -79,12 +79,12 @@ class PairedLift:
     method: str = "bootstrap"
     """How the interval was made: ``newcombe``, ``bootstrap``, ``bootstrap-few`` or ``none``."""
 
-    def as_dict(self) -> dict[str, float | int | str]:
-        """Plain dict for JSON."""
+    def as_dict(self) -> dict[str, float | int | str | None]:
+        """Plain dict for JSON (no interval, one task: ``None`` ends, never NaN)."""
         return {
             "mean": self.mean,
-            "ci_low": self.ci_low,
-            "ci_high": self.ci_high,
+            "ci_low": None if math.isnan(self.ci_low) else self.ci_low,
+            "ci_high": None if math.isnan(self.ci_high) else self.ci_high,
             "p_value": self.p_value,
             "n_cases": self.n_cases,
             "n_clusters": self.n_clusters,
@@ -273,7 +273,8 @@ def lift_interval(
     paired Wilson interval (``newcombe``), good at any size. Otherwise a t interval over task
     clusters (``t``; the percentile bootstrap undercovered in simulation: ~0.88 at 30 tasks),
     flagged ``t-few`` below :data:`MIN_BOOTSTRAP_CLUSTERS` clusters, where it leans on
-    normality. All-equal differences fall back to the bootstrap (a degenerate point).
+    normality; a t interval of a difference of rates is clipped to [-1, 1], where the
+    difference lies. All-equal differences fall back to the bootstrap (a degenerate point).
     """
     names = clusters or [str(i) for i in range(diffs_arm.size)]
     m = len(set(names))
@@ -288,6 +289,8 @@ def lift_interval(
         low, high = bootstrap_ci(diffs, clusters)  # no spread: a t interval would be a point
         return (low, high, "bootstrap" if m >= MIN_BOOTSTRAP_CLUSTERS else "bootstrap-few")
     low, high = cluster_t_interval(diffs, names)
+    if all(0.0 <= v <= 1.0 for v in (*diffs_arm.tolist(), *diffs_ref.tolist())):
+        low, high = max(low, -1.0), min(high, 1.0)  # a difference of rates lies in [-1, 1]
     return (low, high, "t" if m >= MIN_BOOTSTRAP_CLUSTERS else "t-few")
 
 

@@ -14,10 +14,10 @@ class Interval(BaseModel):
 
     mean: float
     """Mean per-case difference (arm minus reference), as a fraction (0.1 = 10 points)."""
-    ci_low: float
-    """Lower end of the 95% CI."""
-    ci_high: float
-    """Upper end of the 95% CI."""
+    ci_low: float | None
+    """Lower end of the 95% CI (None: one task, no interval can be claimed)."""
+    ci_high: float | None
+    """Upper end of the 95% CI (None: one task, no interval can be claimed)."""
     p_value: float
     """Two-sided sign-flip permutation p-value."""
     n_cases: int
@@ -29,8 +29,9 @@ class Interval(BaseModel):
     worse: int
     """Cases where the arm scored lower (how many cases got worse)."""
     method: str = "bootstrap"
-    """Interval method: ``newcombe`` (paired Wilson), ``bootstrap``, ``bootstrap-few`` (fewer
-    than 10 tasks: too narrow, flagged) or ``none`` (one task: no interval)."""
+    """Interval method: ``newcombe`` (paired Wilson), ``t`` (t over task clusters), ``t-few``
+    (fewer than 10 tasks: leans on normality, flagged), ``bootstrap``/``bootstrap-few`` (no
+    spread) or ``none`` (one task: no interval)."""
     p_holm: float | None = None
     """p-value Holm-adjusted across every lift row of the report."""
 

@@ -19,7 +19,7 @@ def _pct(x: float | None) -> str:
 
 def _lift_text(row: LiftRow) -> str:
     iv = row.lift
-    if iv.ci_low != iv.ci_low:  # nan: one task, no interval
+    if iv.ci_low is None or iv.ci_high is None:
         return f"{100 * iv.mean:+.1f} pp [no interval: one task]"
     return f"{100 * iv.mean:+.1f} pp [{100 * iv.ci_low:+.1f}, {100 * iv.ci_high:+.1f}]"
 
@@ -189,14 +189,18 @@ def plot_lifts(report: Report, path: Path) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    rows = [r for r in report.lifts if r.reference == "baseline" and r.subset == "all"]
+    rows = [
+        r
+        for r in report.lifts
+        if r.reference == "baseline" and r.subset == "all" and r.lift.ci_low is not None
+    ]  # a row without an interval (one task) is not plotted: a bare point would overclaim
     fig, ax = plt.subplots(figsize=(7, 0.5 * max(len(rows), 2) + 1.2))
     if rows:
         y = list(range(len(rows)))
         means = [100 * r.lift.mean for r in rows]
         err = [
-            [100 * (r.lift.mean - r.lift.ci_low) for r in rows],
-            [100 * (r.lift.ci_high - r.lift.mean) for r in rows],
+            [100 * (r.lift.mean - (r.lift.ci_low or 0.0)) for r in rows],
+            [100 * ((r.lift.ci_high or 0.0) - r.lift.mean) for r in rows],
         ]
         ax.errorbar(means, y, xerr=err, fmt="o", capsize=4)
         ax.set_yticks(y, [f"{r.student} / {r.arm} ({r.metric})" for r in rows])

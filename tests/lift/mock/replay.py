@@ -86,7 +86,7 @@ def answer(messages: Sequence[Message], tools: Sequence[ToolSpec]) -> ModelRespo
     if tools and not read:
         call = ToolCallRequest(id="call-1", name="read_skill", arguments={"name": SKILL_NAME})
         return ModelResponse(tool_calls=[call], stop_reason="tool_use")
-    good = "<skill " in system or read
+    good = f'<skill name="{SKILL_NAME}"' in system or read
     if task not in GOOD:
         return "I do not know this task."
     kernel = GOOD[task] if good else BROKEN[task]
