@@ -171,6 +171,13 @@ def _token_counter(students: Sequence[Student], providers: dict[str, Any]) -> tu
     return estimate_tokens, "estimate:chars/4"
 
 
+def can_score(provider: object) -> bool:
+    """Whether a provider returns log-likelihoods of given continuations (``score_batch``)."""
+    return callable(getattr(provider, "score_batch", None)) and bool(
+        getattr(provider, "scores_log_likelihood", True)
+    )
+
+
 def _check_arms(config: LiftConfig) -> None:
     """Arm problems a user can hit, raised before any student loads."""
     from upskills.lift.arms import ARM_KINDS
@@ -295,7 +302,7 @@ def prepare(
     providers = {s.name: load_provider(s) for s in students}
     if any(c.rung == "choose" for c in cases):
         for s in students:
-            if not hasattr(providers[s.name], "score_batch"):
+            if not can_score(providers[s.name]):
                 raise LiftError(
                     f"student {s.name} ({s.provider}): its provider cannot return prompt "
                     "log-probabilities, which choose cases need; use a local (transformers) "
