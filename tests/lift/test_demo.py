@@ -6,6 +6,7 @@ pipeline's arithmetic, they are never results.
 
 import json
 
+import pytest
 from click.testing import CliRunner
 
 from tests.distill.tracegen import ROW_SUM_MASKED, ROW_SUM_TAIL_DROPPED, verdict, write_trace
@@ -78,15 +79,21 @@ def test_demo_distills_runs_and_reports(tmp_path, replay_registered, lift_env):
     # choose: the rate the replay's fixed scoring rule earns on the verifier's labels, next to
     # chance (mean 1/k)
     for kind, skill in (("baseline", False), ("inline", True), ("placebo", False)):
-        expected = []
+        expected, margins = [], []
         for case in chooses:
             lines = [c["line"] for c in case["choices"]]
             system = '<skill name="any-pack">' if skill else ""
             scores = replay.score([Message(role="system", content=system)], "", lines)
             expected.append(case["choices"][scores.index(max(scores))]["correct"])
+            right = [v for v, c in zip(scores, case["choices"], strict=True) if c["correct"]]
+            wrong = [v for v, c in zip(scores, case["choices"], strict=True) if not c["correct"]]
+            margins.append(max(right) - max(wrong))
         row = rows[(kind, "choose")]
         assert row["pass_at_k"]["1"] == sum(expected) / len(expected)
+        assert row["margin_nats"] == pytest.approx(sum(margins) / len(margins))
         chance = sum(1 / len(c["choices"]) for c in chooses) / len(chooses)
         assert row["chance"] == chance
+    margin_rows = [r for r in summary["lifts"] if r["metric"] == "margin_nats"]
+    assert margin_rows and all(r["subset"] != "tag:rung:write" for r in margin_rows)
     out_text = result.output
     assert "choose" in out_text and "chance" in out_text and "lift vs baseline" in out_text

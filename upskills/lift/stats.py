@@ -265,7 +265,10 @@ def cluster_t_interval(diffs: np.ndarray, clusters: Sequence[str]) -> tuple[floa
 
 
 def lift_interval(
-    diffs_arm: np.ndarray, diffs_ref: np.ndarray, clusters: Sequence[str] | None
+    diffs_arm: np.ndarray,
+    diffs_ref: np.ndarray,
+    clusters: Sequence[str] | None,
+    rates: bool = True,
 ) -> tuple[float, float, str]:
     """The 95% interval a paired lift can honestly claim, and the method used.
 
@@ -280,7 +283,7 @@ def lift_interval(
     m = len(set(names))
     if m < 2:
         return (math.nan, math.nan, "none")
-    binary = all(v in (0.0, 1.0) for v in (*diffs_arm.tolist(), *diffs_ref.tolist()))
+    binary = rates and all(v in (0.0, 1.0) for v in (*diffs_arm.tolist(), *diffs_ref.tolist()))
     if binary and m == diffs_arm.size:
         low, high = newcombe_paired(diffs_arm.tolist(), diffs_ref.tolist())
         return (low, high, "newcombe")
@@ -289,13 +292,16 @@ def lift_interval(
         low, high = bootstrap_ci(diffs, clusters)  # no spread: a t interval would be a point
         return (low, high, "bootstrap" if m >= MIN_BOOTSTRAP_CLUSTERS else "bootstrap-few")
     low, high = cluster_t_interval(diffs, names)
-    if all(0.0 <= v <= 1.0 for v in (*diffs_arm.tolist(), *diffs_ref.tolist())):
+    if rates and all(0.0 <= v <= 1.0 for v in (*diffs_arm.tolist(), *diffs_ref.tolist())):
         low, high = max(low, -1.0), min(high, 1.0)  # a difference of rates lies in [-1, 1]
     return (low, high, "t" if m >= MIN_BOOTSTRAP_CLUSTERS else "t-few")
 
 
 def paired_lift(
-    arm: Sequence[float], reference: Sequence[float], clusters: Sequence[str] | None = None
+    arm: Sequence[float],
+    reference: Sequence[float],
+    clusters: Sequence[str] | None = None,
+    rates: bool = True,
 ) -> PairedLift:
     """Paired lift of ``arm`` over ``reference`` (same cases, same order).
 
@@ -303,6 +309,8 @@ def paired_lift(
         arm: per-case score of the arm (e.g. pass rate).
         reference: per-case score of the reference arm (baseline, placebo, excerpt).
         clusters: task of each case, for the clustered bootstrap and test.
+        rates: the scores are rates in [0, 1] (an interval of their difference is clipped to
+            [-1, 1]); False for unbounded scores such as log-likelihood margins.
 
     Returns:
         The mean difference, its 95% CI, p-value and counts of better/worse cases.
@@ -312,7 +320,9 @@ def paired_lift(
     if a.shape != r.shape:
         raise ValueError(f"paired_lift needs equal lengths, got {a.size} and {r.size}")
     diffs = a - r
-    low, high, method = lift_interval(a, r, clusters) if diffs.size else (math.nan,) * 2 + ("none",)
+    low, high, method = (
+        lift_interval(a, r, clusters, rates) if diffs.size else (math.nan,) * 2 + ("none",)
+    )
     return PairedLift(
         mean=float(diffs.mean()) if diffs.size else math.nan,
         ci_low=low,

@@ -81,6 +81,9 @@ class ArmStats(BaseModel):
     """Ladder rung the row covers (``all``, ``choose``, ``fill``, ``repair``, ``write``)."""
     chance: float | None = None
     """Pass rate of a uniform guess (choose: mean correct/k over cases); None elsewhere."""
+    margin_nats: float | None = None
+    """Choose cases: mean over cases of the best correct line's log-likelihood minus the best
+    wrong line's (nats; > 0 when the student ranks a correct line first); None elsewhere."""
     pass_ci: tuple[float, float] | None = None
     """Wilson 95% interval of pass@1 over cases (one sample per case only)."""
     infra_errors: int = 0
@@ -98,8 +101,8 @@ class LiftRow(BaseModel):
     """Arm measured."""
     reference: str
     """Arm compared against (``baseline``, ``placebo...``, ``excerpt...``, or ``RUN:arm``)."""
-    metric: Literal["pass_1", "fast_1"]
-    """Per-case metric differenced."""
+    metric: Literal["pass_1", "fast_1", "margin_nats"]
+    """Per-case metric differenced (``margin_nats``: choose cases' log-likelihood margin)."""
     subset: str
     """``all``, ``split:<name>`` or ``tag:<name>``."""
     lift: Interval

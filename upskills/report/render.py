@@ -19,6 +19,10 @@ def _pct(x: float | None) -> str:
 
 def _lift_text(row: LiftRow) -> str:
     iv = row.lift
+    if row.metric == "margin_nats":
+        if iv.ci_low is None or iv.ci_high is None:
+            return f"{iv.mean:+.2f} nats [no interval: one task]"
+        return f"{iv.mean:+.2f} nats [{iv.ci_low:+.2f}, {iv.ci_high:+.2f}]"
     if iv.ci_low is None or iv.ci_high is None:
         return f"{100 * iv.mean:+.1f} pp [no interval: one task]"
     return f"{100 * iv.mean:+.1f} pp [{100 * iv.ci_low:+.1f}, {100 * iv.ci_high:+.1f}]"
@@ -38,8 +42,9 @@ def arm_table(report: Report) -> list[list[str]]:
     """Rows of the per student x arm table (header first)."""
     ks = sorted({k for a in report.arms for k in a.pass_at_k}, key=int)
     header = ["student", "rung", "arm", "split", "cases", "samples"]
-    header += [f"pass@{k}" for k in ks] + ["chance", "fast_1", "speedup (geo)"]
-    header += ["lift vs baseline", "p (Holm)"]
+    margins = any(a.margin_nats is not None for a in report.arms)
+    header += [f"pass@{k}" for k in ks] + ["chance"] + (["margin (nats)"] if margins else [])
+    header += ["fast_1", "speedup (geo)", "lift vs baseline", "p (Holm)"]
     rows = [header]
     base = {
         (r.student, r.arm, "all" if r.subset == "all" else r.subset.removeprefix("tag:rung:")): r
@@ -60,6 +65,7 @@ def arm_table(report: Report) -> list[list[str]]:
                 f"{a.evaluated}/{a.samples}",
                 *[_pct(a.pass_at_k.get(k)) + (_rate_ci(a) if k == "1" else "") for k in ks],
                 _pct(a.chance) if a.chance is not None else "—",
+                *([_nats(a.margin_nats)] if margins else []),
                 _pct(a.fast_1),
                 _speed(a.speedup_geomean),
                 _lift_text(row) if row else "—",
@@ -67,6 +73,10 @@ def arm_table(report: Report) -> list[list[str]]:
             ]
         )
     return rows
+
+
+def _nats(x: float | None) -> str:
+    return "—" if x is None else f"{x:+.2f}"
 
 
 def _p_text(row: LiftRow) -> str:
@@ -192,7 +202,10 @@ def plot_lifts(report: Report, path: Path) -> None:
     rows = [
         r
         for r in report.lifts
-        if r.reference == "baseline" and r.subset == "all" and r.lift.ci_low is not None
+        if r.reference == "baseline"
+        and r.subset == "all"
+        and r.metric != "margin_nats"  # nats, not points: another axis
+        and r.lift.ci_low is not None
     ]  # a row without an interval (one task) is not plotted: a bare point would overclaim
     fig, ax = plt.subplots(figsize=(7, 0.5 * max(len(rows), 2) + 1.2))
     if rows:

@@ -12,7 +12,7 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from upskills.lift.config import RunManifest, load_manifest
+from upskills.lift.config import CaseInfo, RunManifest, load_manifest
 from upskills.lift.stats import flips, geomean, holm, paired_lift, pass_at_k, wilson_interval
 from upskills.lift.store import (
     GENERATIONS,
@@ -32,6 +32,13 @@ class CaseScore:
     correct: int = 0
     fast: int = 0
     timed: int = 0
+    margins: list[float] = field(default_factory=list[float])
+    """Choose cases: the log-likelihood margin of each scored sample (nats)."""
+
+    @property
+    def margin(self) -> float | None:
+        """Mean margin (None: not a scored choose case)."""
+        return sum(self.margins) / len(self.margins) if self.margins else None
 
     @property
     def pass_rate(self) -> float:
@@ -82,6 +89,7 @@ def load_run(run_dir: Path, device: str | None = None) -> RunData:
     )
     samples = manifest.config.samples
     need = {c.id: c.samples(samples) for c in manifest.cases}
+    by_id = {c.id: c for c in manifest.cases}
     for g in gens:
         if g.error is not None:
             continue  # an infrastructure error is not the student's: never scored
@@ -94,8 +102,23 @@ def load_run(run_dir: Path, device: str | None = None) -> RunData:
         if e.speedup_eager is not None:
             s.timed += 1
             s.fast += int(e.passed and e.speedup_eager > 1.0)
+        margin = choice_margin(by_id[g.case], g.scores) if g.case in by_id else None
+        if margin is not None:
+            s.margins.append(margin)
     data.scores = {k: v for k, v in data.scores.items() if v.n == need.get(k[2], samples)}
     return data
+
+
+def choice_margin(case: CaseInfo, scores: list[float] | None) -> float | None:
+    """Best correct line's log-likelihood minus the best wrong line's (nats), or None.
+
+    None unless ``case`` is a choose case scored on every line with both kinds present.
+    """
+    if case.rung != "choose" or not scores or len(scores) != len(case.choices):
+        return None
+    right = [v for v, c in zip(scores, case.choices, strict=True) if c.correct]
+    wrong = [v for v, c in zip(scores, case.choices, strict=True) if not c.correct]
+    return max(right) - max(wrong) if right and wrong else None
 
 
 def _arm_stats(data: RunData, student: str, arm: str, timed: bool, rung: str = "all") -> ArmStats:
@@ -142,6 +165,7 @@ def _arm_stats(data: RunData, student: str, arm: str, timed: bool, rung: str = "
         reads=dict(sorted(reads.items())),
         rung=rung,
         chance=_chance(cases),
+        margin_nats=_mean([s.margin for s in scores if s.margin is not None]),
         pass_ci=(
             wilson_interval(sum(s.correct for s in scores), len(scores))
             if scores and all(s.n == 1 for s in scores)
@@ -149,6 +173,10 @@ def _arm_stats(data: RunData, student: str, arm: str, timed: bool, rung: str = "
         ),
         infra_errors=infra,
     )
+
+
+def _mean(values: list[float]) -> float | None:
+    return sum(values) / len(values) if values else None
 
 
 def _chance(cases: list) -> float | None:  # noqa: ANN001 - CaseInfo list
@@ -168,13 +196,21 @@ def _lift(
     if not common:
         return None
 
+    if metric == "margin_nats":  # only cases scored in both arms
+        common = [c for c in common if a[c].margin is not None and b[c].margin is not None]
+        if not common:
+            return None
+
     def value(s: CaseScore) -> float:
+        if metric == "margin_nats":
+            return s.margin or 0.0
         return s.pass_rate if metric == "pass_1" else s.fast_rate
 
     lift = paired_lift(
         [value(a[c]) for c in common],
         [value(b[c]) for c in common],
         [task_of[c] for c in common],
+        rates=metric != "margin_nats",
     )
     repairs, regressions = flips(
         [value(a[c]) > 0 for c in common], [value(b[c]) > 0 for c in common]
@@ -194,6 +230,14 @@ def _references(manifest: RunManifest, arm: str) -> list[str]:
             elif other.kind == "off_topic":
                 refs.append(other.name)
     return refs
+
+
+def _metrics(manifest: RunManifest, timed: bool) -> list[str]:
+    """Per-case metrics lifts are computed on: pass_1, fast_1 when timed, margins of choices."""
+    metrics = ["pass_1", "fast_1"] if timed else ["pass_1"]
+    if any(c.rung == "choose" for c in manifest.cases):
+        metrics.append("margin_nats")
+    return metrics
 
 
 def compute_report(
@@ -216,7 +260,7 @@ def compute_report(
     students = [s["name"] for s in m.students]
     # a GPU evaluation measures timings whenever a kernel passes; none passing means fast_1 = 0
     timed = data.device == "cuda" or any(s.timed for s in data.scores.values())
-    metrics = ["pass_1", "fast_1"] if timed else ["pass_1"]
+    metrics = _metrics(m, timed)
     arms: list[ArmStats] = []
     lifts: list[LiftRow] = []
     per: dict[tuple[str, str], dict[str, CaseScore]] = defaultdict(dict)
