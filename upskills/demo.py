@@ -28,9 +28,9 @@ class DemoOptions:
     """Output folder: skills/, testcases/, cases/ (the chosen ones) and run/."""
     traces: Path = Path("traces")
     """Teacher traces to distill."""
-    cases: int = 3
+    cases: int = 2
     """Held-out ``write`` cases measured."""
-    choose: int = 4
+    choose: int = 3
     """Held-out ``choose`` cases measured (0: the write rung only)."""
     ladder: Path = Path("testcases/ladder-tiling")
     """Folder of ladder cases the ``choose`` cases come from."""

@@ -16,9 +16,9 @@ from upskills._cli.lift import command_line
 @click.option(
     "--traces", type=click.Path(path_type=Path), default=Path("traces"), show_default=True
 )
-@click.option("--cases", default=3, show_default=True, help="Held-out write cases measured.")
+@click.option("--cases", default=2, show_default=True, help="Held-out write cases measured.")
 @click.option(
-    "--choose", default=4, show_default=True, help="Held-out choose cases measured (0: none)."
+    "--choose", default=3, show_default=True, help="Held-out choose cases measured (0: none)."
 )
 @click.option(
     "--ladder",
