@@ -30,7 +30,8 @@ ALLOWED: dict[str, set[str]] = {
     "trace": {"verify.verdict"},
     "llm": {"trace.events", "prompts"},
     "skills": {"llm.base", "prompts", "trace.events", "verify.verdict"},
-    "cases": {"tasks", "verify", "prompts", "skills"},
+    "executor": {"tasks", "verify", "trace", "agent"},
+    "cases": {"tasks", "verify", "prompts", "skills", "executor"},
     "agent": {"llm", "prompts", "skills", "tasks", "trace", "verify"},
     "distill": {"cases", "llm", "prompts", "skills", "tasks", "trace", "verify", "agent"},
     "lift": {

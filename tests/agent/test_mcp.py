@@ -24,6 +24,7 @@ TOOLS = {
     "write_kernel",
     "check",
     "benchmark",
+    "profile",
     "submit",
     "note",
     "end_session",
@@ -64,6 +65,7 @@ async def _drive(out: Path) -> dict[str, str]:
         await client.call_tool("write_kernel", {"source": kernel("row_sum_bad")})
         seen["bad"] = _text(await client.call_tool("check", {}))
         seen["good"] = _text(await client.call_tool("check", {"source": kernel("row_sum")}))
+        seen["profile"] = _text(await client.call_tool("profile", {}))
         seen["submit"] = _text(await client.call_tool("submit", {}))
         seen["end"] = _text(await client.call_tool("end_session", {}))
         after = await client.call_tool("read_task", {})
@@ -78,6 +80,8 @@ def test_mcp_client_drives_a_traced_solve(tmp_path: Path) -> None:
     assert "session folder:" in seen["start"] and "Sum of each row" in seen["start"]
     assert seen["bad"].startswith("FAILED (mismatch")
     assert seen["good"].startswith("PASSED on cpu")
+    assert seen["profile"].startswith("profile of row_sum at variant")
+    assert "profiling needs a GPU" in seen["profile"]
     assert "accepted" in seen["submit"] and seen["end"].startswith("session ended: solved")
     assert seen["after"].startswith("True:") and "has ended" in seen["after"]
 
@@ -93,8 +97,11 @@ def test_mcp_client_drives_a_traced_solve(tmp_path: Path) -> None:
         "write_kernel",
         "check",
         "check",
+        "profile",
         "submit",
     ]
-    assert [r.verdict.passed for r in results if r.verdict] == [False, True, True]
+    assert [r.verdict.passed for r in results if r.verdict] == [False, True, True, True]
+    (profiled,) = [r.profile for r in results if r.profile is not None]
+    assert profiled.task == "row_sum" and profiled.bytes > 0 and profiled.device == "cpu"
     assert [n.text for n in trace.events if isinstance(n, Note)] == ["start simple"]
     assert end.outcome == "solved" and end.best_kernel_source == kernel("row_sum")

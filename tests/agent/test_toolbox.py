@@ -82,7 +82,7 @@ def test_read_task_states_reference_variants_and_hardware() -> None:
 def test_specs_list_the_kernel_tools_and_read_skill_only_when_attached() -> None:
     task = load_task("relu")
     names = [s.name for s in KernelToolbox(task, hardware=CPU_HW).specs()]
-    assert names == ["read_task", "write_kernel", "check", "benchmark", "submit"]
+    assert names == ["read_task", "write_kernel", "check", "benchmark", "profile", "submit"]
     tool = dict_skill_tool({"tiling": "Use 2-D tiles."})
     box = KernelToolbox(task, hardware=CPU_HW, skill_tool=tool)
     assert [s.name for s in box.specs()][-1] == "read_skill"

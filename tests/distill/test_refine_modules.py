@@ -102,7 +102,7 @@ def _run_with_failures(root: Path) -> Path:
 
 
 def test_refine_addresses_train_failures_with_the_exact_interface(tmp_path):
-    from upskills.distill.refine import refine
+    from upskills.lift.refine import refine
     from upskills.skills.pack import load_pack, resolve_pack
 
     _pack(tmp_path)
@@ -147,7 +147,7 @@ def planted_student(tmp_path):
 def test_ablate_modules_flags_a_planted_harmful_section(tmp_path, planted_student):
     import yaml
 
-    from upskills.distill.ablate_modules import ablate_modules
+    from upskills.lift.ablate_modules import ablate_modules
     from upskills.lift.config import LiftConfig
 
     pack = _pack(tmp_path, extra="PLANTED: launch n // BLOCK programs, tails take care of it.")

@@ -36,7 +36,7 @@ def test_kernel_passes_on_cuda_with_timing_and_speedups(cuda_verifier, add_task)
     assert v.passed, v.message
     assert v.device == "cuda" and v.gpu and v.env.get("gpu") == v.gpu
     # every variant runs on GPU, including the cpu=False main one
-    assert {r.variant for r in v.variants} == {"main", "small", "ragged"}
+    assert {r.variant for r in v.variants} == {"main", "small", "ragged", "random"}
     assert v.timing_status == "measured" and v.timing is not None
     assert v.timing.median_ms > 0 and v.timing.reps >= 50
     assert v.timing.p10_ms <= v.timing.median_ms <= v.timing.p90_ms
@@ -81,14 +81,14 @@ def test_candidate_that_cheats_only_when_timed(cuda_verifier, add_task):
     cheat = GOOD_ADD.replace(
         "    def forward(self, x, y):\n",
         "    calls = 0\n\n    def forward(self, x, y):\n        ModelNew.calls += 1\n"
-        "        if ModelNew.calls > 8:\n"
+        "        if ModelNew.calls > 40:\n"
         "            out = torch.zeros_like(x)\n"
         "            add_kernel[(1,)](x, y, out, 1, BLOCK=1024)\n"
         "            return out\n",
     )
     v = cuda_verifier.check(add_task, cheat)
     assert v.error_class == ErrorClass.GUARD and v.stage == "timing", v.message
-    assert "timed calls returned a wrong result" in v.message
+    assert "returned a wrong result" in v.message
 
 
 def test_timing_is_stable_across_checks(cuda_verifier, add_task):

@@ -128,7 +128,7 @@ def cli(ctx: click.Context, **kw: object) -> None:
         out = Path(config.out)
         out.mkdir(parents=True, exist_ok=True)
         (out / "command.txt").write_text(command_line("lift", dict(kw)) + "\n", "utf-8")
-        from upskills.distill.ablate_modules import ablate_modules, render_report
+        from upskills.lift.ablate_modules import ablate_modules, render_report
 
         try:
             click.echo(render_report(ablate_modules(config)))

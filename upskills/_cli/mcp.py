@@ -23,11 +23,17 @@ import click
     help="Agent name recorded when start_session gives none.",
 )
 @click.option("--seeds", type=int, default=None, help="Seeds per variant (default: verifier's).")
-def cli(out: Path, device: str, agent_name: str, seeds: int | None) -> None:
-    """Serve start_session, read_task, write_kernel, check, benchmark, submit, note, end_session.
+@click.option(
+    "--ceilings",
+    type=click.Path(dir_okay=False, exists=True, path_type=Path),
+    default=None,
+    help="Ceilings JSON for the profile tool (default: measured on CUDA). Env UPSKILLS_CEILINGS.",
+)
+def cli(out: Path, device: str, agent_name: str, seeds: int | None, ceilings: Path | None) -> None:
+    """Serve start_session, the kernel tools (profile included), note and end_session.
 
     Example client configuration: command ``upskills``, arguments ``mcp --out traces/mcp``.
     """
     from upskills.agent.mcp_server import serve
 
-    serve(out, device=device, agent_name=agent_name, seeds=seeds)
+    serve(out, device=device, agent_name=agent_name, seeds=seeds, ceilings=ceilings)

@@ -20,7 +20,7 @@ import click
 )
 def cli(skill: str, run: str, skills_dir: str, rerun: bool) -> None:
     """Refine SKILL from the failures of its students on train cases of RUN."""
-    from upskills.distill.refine import refine
+    from upskills.lift.refine import refine
 
     try:
         result = refine(skill, run, skills_dir)

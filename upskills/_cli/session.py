@@ -61,6 +61,13 @@ def _hardware(device: str) -> dict:
 @click.option("--json", "as_json", is_flag=True, help="Print output, error, verdict as JSON.")
 @click.option("--device", default="auto", show_default=True, help="auto|cpu|cuda.")
 @click.option("--seeds", type=int, default=None, help="Seeds per variant (default: verifier's).")
+@click.option(
+    "--ceilings",
+    type=click.Path(dir_okay=False, exists=True, path_type=Path),
+    envvar="UPSKILLS_CEILINGS",
+    default=None,
+    help="Ceilings JSON for profile (env UPSKILLS_CEILINGS; default: measured on CUDA).",
+)
 def call(
     folder: Path,
     tool: str,
@@ -69,8 +76,9 @@ def call(
     as_json: bool,
     device: str,
     seeds: int | None,
+    ceilings: Path | None,
 ) -> None:
-    """Run TOOL (read_task, write_kernel, check, benchmark, submit) in the session at FOLDER.
+    """Run TOOL (read_task, write_kernel, check, benchmark, profile, submit) in the session.
 
     The verifier runs on this machine; the verdict records this machine's GPU and versions.
     Exits 1 when the tool itself fails (no kernel yet, bad argument), not on a failing verdict.
@@ -87,7 +95,7 @@ def call(
         arguments["source"] = kernel_file.read_text(encoding="utf-8")
     try:
         session = Session.open(folder, device=device)
-        outcome = session.call(tool, arguments, seeds=seeds)
+        outcome = session.call(tool, arguments, seeds=seeds, ceilings=ceilings)
     except SessionError as exc:
         raise click.ClickException(str(exc)) from exc
     if as_json:
@@ -96,6 +104,7 @@ def call(
             "error": outcome.error,
             "kernel_hash": outcome.kernel_hash,
             "verdict": outcome.verdict.model_dump(mode="json") if outcome.verdict else None,
+            "profile": outcome.profile.model_dump(mode="json") if outcome.profile else None,
         }
         click.echo(json.dumps(payload, indent=2))
     else:

@@ -18,7 +18,7 @@ from upskills.tasks import TaskError
 
 INSTRUCTIONS = (
     "Tools to write and verify GPU kernels for a PyTorch reference task, traced for upskills. "
-    "Call start_session(task) first, then write_kernel/check/benchmark, then submit, then "
+    "Call start_session(task) first, then write_kernel/check/benchmark/profile, then submit, then "
     "end_session. A kernel is a Python module defining class ModelNew (same signatures as the "
     "reference Model) that launches its own Triton or CUDA kernels."
 )
@@ -50,8 +50,10 @@ class SessionHost:
         device: str = "auto",
         agent_name: str = "mcp-client",
         seeds: int | None = None,
+        ceilings: str | Path | None = None,
     ):
         self.out_dir = Path(out_dir)
+        self.ceilings = ceilings
         self.device = device
         self.agent_name = agent_name
         self.seeds = seeds
@@ -84,12 +86,12 @@ class SessionHost:
     def call(self, tool: str, arguments: dict[str, Any]) -> str:
         """Run a kernel tool in the open session; a tool error raises (MCP marks it isError)."""
         session = self._open()
-        if tool in ("check", "benchmark", "submit") and self._verifier is None:
+        if tool in ("check", "benchmark", "profile", "submit") and self._verifier is None:
             from upskills.verify import CheckOptions, Verifier
 
             options = CheckOptions(seeds=self.seeds) if self.seeds else None
             self._verifier = Verifier(device=self.device, options=options)
-        outcome = session.call(tool, arguments, verifier=self._verifier)
+        outcome = session.call(tool, arguments, verifier=self._verifier, ceilings=self.ceilings)
         if outcome.error is not None:
             raise SessionError(outcome.error)
         return outcome.output
@@ -169,6 +171,11 @@ def build_server(host: SessionHost) -> Any:
         return await run(host.call, "benchmark", {"source": source} if source else {})
 
     @server.tool()
+    async def profile(source: str | None = None) -> str:
+        """GPU time vs the roofline (bandwidth/FLOP share, floor), plus ncu counters if present."""
+        return await run(host.call, "profile", {"source": source} if source else {})
+
+    @server.tool()
     async def submit() -> str:
         """Final check of the current kernel; then call end_session."""
         return await run(host.call, "submit", {})
@@ -192,9 +199,12 @@ def serve(
     device: str = "auto",
     agent_name: str = "mcp-client",
     seeds: int | None = None,
+    ceilings: str | Path | None = None,
 ) -> None:
     """Serve the tools over stdio until the client disconnects."""
-    host = SessionHost(out_dir, device=device, agent_name=agent_name, seeds=seeds)
+    host = SessionHost(
+        out_dir, device=device, agent_name=agent_name, seeds=seeds, ceilings=ceilings
+    )
     try:
         build_server(host).run("stdio")
     finally:

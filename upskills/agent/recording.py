@@ -99,6 +99,7 @@ def record_tool(
             error=outcome.error,
             duration_s=time.perf_counter() - t0,
             verdict=outcome.verdict,
+            profile=outcome.profile,
             kernel_source=outcome.kernel_source,
             kernel_hash=outcome.kernel_hash,
         )

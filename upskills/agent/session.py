@@ -203,14 +203,17 @@ class Session:
         *,
         verifier: Any = None,
         seeds: int | None = None,
+        ceilings: str | Path | None = None,
     ) -> ToolOutcome:
         """Run one tool on this machine, append tool_call and tool_result, save the state.
 
         Args:
             tool: a kernel tool name.
-            arguments: its arguments (``source`` for write_kernel, check, benchmark).
+            arguments: its arguments (``source`` for write_kernel, check, benchmark, profile).
             verifier: a warm ``Verifier`` to use; a one-shot one otherwise.
             seeds: seeds per variant for this call's verdict (default: the verifier's).
+            ceilings: ceilings JSON for ``profile`` (default: ``UPSKILLS_CEILINGS``, else
+                measured on CUDA).
 
         Raises:
             SessionError: the session has ended, or the tool is not a session tool.
@@ -227,7 +230,11 @@ class Session:
         with self._exclusive():
             state = self.state
             toolbox = KernelToolbox(
-                state.task, device=self.device, options=options, verifier=verifier
+                state.task,
+                device=self.device,
+                options=options,
+                verifier=verifier,
+                ceilings=ceilings,
             )
             toolbox.current_source = state.current_source
             with TraceWriter(self.trace_path, trace_id=state.trace_id) as writer, toolbox:

@@ -1,4 +1,4 @@
-"""The kernel tools an agent uses on one task: read, write, check, benchmark, submit.
+"""The kernel tools an agent uses on one task: read, write, check, benchmark, profile, submit.
 
 ``KernelToolbox`` is shared by the driven loop (``run_agent``), the external-agent session
 (``upskills session``) and the MCP server, so every kind of agent is judged by the same
@@ -10,17 +10,18 @@ from __future__ import annotations
 
 import ast
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import Any
 
 from upskills.core.hashing import kernel_hash
 from upskills.tasks.model import Task
-from upskills.verify.verdict import Verdict
+from upskills.verify.verdict import ProfileReport, Verdict
 
 SkillHandler = Callable[[dict[str, Any]], str]
 """Handler of the ``read_skill`` tool: arguments in, text out."""
 
-KERNEL_TOOLS = ("read_task", "write_kernel", "check", "benchmark", "submit")
+KERNEL_TOOLS = ("read_task", "write_kernel", "check", "benchmark", "profile", "submit")
 """Tool names every toolbox has; ``read_skill`` is added when skills are attached on demand."""
 
 _SOURCE_PROP = {
@@ -46,6 +47,14 @@ _TOOL_DEFS: dict[str, tuple[str, dict[str, Any]]] = {
         "speedups against PyTorch eager and torch.compile. Timing is unavailable on CPU.",
         {"type": "object", "properties": {"source": _SOURCE_PROP}},
     ),
+    "profile": (
+        "Profile the current kernel (or `source`): it must pass; then its GPU time at the main "
+        "variant against the roofline (minimum bytes vs measured copy bandwidth, FLOPs vs "
+        "matmul peak: memory- or compute-bound, floor time, share achieved) and, where Nsight "
+        "Compute runs, memory/compute throughput, occupancy and top warp stalls. On CPU: "
+        "bytes, FLOPs and floors only.",
+        {"type": "object", "properties": {"source": _SOURCE_PROP}},
+    ),
     "submit": (
         "Submit the current kernel: a final check, then the run ends. Submit a kernel that passed.",
         {"type": "object", "properties": {}},
@@ -59,7 +68,8 @@ class ToolOutcome:
 
     Attributes:
         output: concise text for the model.
-        verdict: the full Verdict (check, benchmark, submit).
+        verdict: the full Verdict (check, benchmark, profile, submit).
+        profile: the ProfileReport (profile, when the kernel passed).
         kernel_source: source of the kernel the tool acted on.
         kernel_hash: its hash.
         error: why the tool itself failed (bad arguments, no kernel yet); None otherwise. A
@@ -68,6 +78,7 @@ class ToolOutcome:
 
     output: str
     verdict: Verdict | None = None
+    profile: ProfileReport | None = None
     kernel_source: str | None = None
     kernel_hash: str | None = None
     error: str | None = None
@@ -173,6 +184,8 @@ class KernelToolbox:
         skill_tool: ``(ToolSpec, handler)`` for ``read_skill`` (from
             ``upskills.skills.attach.read_skill_tool``); None when skills are not on demand.
         hardware: the hardware description to report; described on first use otherwise.
+        ceilings: ceilings JSON for ``profile``; None reads ``UPSKILLS_CEILINGS``, else they
+            are measured on CUDA (see ``upskills.verify.profile``).
     """
 
     def __init__(
@@ -184,6 +197,7 @@ class KernelToolbox:
         verifier: Any = None,
         skill_tool: tuple[Any, SkillHandler] | None = None,
         hardware: Mapping[str, Any] | None = None,
+        ceilings: str | Path | None = None,
     ):
         self.task = task
         self.device = device
@@ -192,6 +206,7 @@ class KernelToolbox:
         self._own_verifier = verifier is None
         self._skill_tool = skill_tool
         self._hardware = dict(hardware) if hardware is not None else None
+        self.ceilings = ceilings
         self.current_source: str | None = None
         """Source of the current kernel (the last one written or checked)."""
 
@@ -228,6 +243,7 @@ class KernelToolbox:
             "write_kernel": self._write_kernel,
             "check": lambda a: self._verify(a, timing=False),
             "benchmark": lambda a: self._verify(a, timing=True),
+            "profile": self._profile,
             "submit": self._submit,
         }
         if self._skill_tool:
@@ -271,14 +287,28 @@ class KernelToolbox:
             out += f"\nwarning: it does not parse: line {exc.lineno}: {exc.msg}"
         return ToolOutcome(output=out, kernel_source=source, kernel_hash=h)
 
-    def _verify(self, args: dict[str, Any], *, timing: bool) -> ToolOutcome:
+    def _verify(self, args: dict[str, Any], *, timing: bool, baselines: bool = True) -> ToolOutcome:
         _no_args(args, allowed=("source",))
         source = _source_arg(args, required=False)
         if source is not None:
             self.current_source = source
         if self.current_source is None:
             return _error("no kernel yet: call write_kernel(source) or pass `source`")
-        return self._judge(self.current_source, timing=timing)
+        return self._judge(self.current_source, timing=timing, baselines=baselines)
+
+    def _profile(self, args: dict[str, Any]) -> ToolOutcome:
+        from upskills.verify.profile import format_profile, profile_verdict
+
+        judged = self._verify(args, timing=True, baselines=False)
+        if judged.verdict is None or not judged.verdict.passed:
+            if judged.verdict is None:
+                return judged
+            return replace(judged, output="profile: the kernel must pass first\n" + judged.output)
+        assert judged.kernel_source is not None
+        report = profile_verdict(
+            self.task, judged.kernel_source, judged.verdict, ceilings=self.ceilings
+        )
+        return replace(judged, output=format_profile(report), profile=report)
 
     def _submit(self, args: dict[str, Any]) -> ToolOutcome:
         _no_args(args, allowed=())
@@ -302,8 +332,8 @@ class KernelToolbox:
             detail = exc.args[0] if isinstance(exc, KeyError) and exc.args else exc
             return _error(f"read_skill: {detail}")
 
-    def _judge(self, source: str, *, timing: bool) -> ToolOutcome:
-        verdict = self._check(source, timing=timing)
+    def _judge(self, source: str, *, timing: bool, baselines: bool = True) -> ToolOutcome:
+        verdict = self._check(source, timing=timing, baselines=baselines)
         return ToolOutcome(
             output=summarize_verdict(verdict),
             verdict=verdict,
@@ -311,11 +341,13 @@ class KernelToolbox:
             kernel_hash=kernel_hash(source),
         )
 
-    def _check(self, source: str, *, timing: bool) -> Verdict:
+    def _check(self, source: str, *, timing: bool, baselines: bool = True) -> Verdict:
         from upskills.verify import CheckOptions, Verifier
 
         base = self.options or getattr(self._verifier, "options", None) or CheckOptions()
-        options = base if timing else base.model_copy(update={"timing": False, "baselines": False})
+        options = base
+        if not timing or not baselines:
+            options = base.model_copy(update={"timing": timing, "baselines": False})
         if self._verifier is None:
             self._verifier = Verifier(device=self.device, options=base)
         return self._verifier.check(self.task, source, options=options)

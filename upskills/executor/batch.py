@@ -33,7 +33,7 @@ def run_units(
     Raises:
         ValueError: two units share a key.
     """
-    from upskills.lift.store import RecordWriter, read_records
+    from upskills.core.jsonl import RecordWriter, read_records
 
     keys = [u.key for u in units]
     if len(set(keys)) != len(keys):

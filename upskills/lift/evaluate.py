@@ -31,6 +31,18 @@ if TYPE_CHECKING:
     from upskills.verify.verifier import Verifier
 
 
+def verdict_seed(run_seed: int, key: str) -> int:
+    """The check seed of one evaluation unit: fixed by the run's seed and the unit's key.
+
+    Every check still draws its own inputs and random shape from it, but a resumed or re-run
+    evaluation judges each kernel exactly as the first run did (the seed is in each Verdict).
+    """
+    import hashlib
+
+    digest = hashlib.sha256(f"{run_seed}:{key}".encode()).digest()
+    return int.from_bytes(digest[:4], "big") & 0x7FFFFFFF
+
+
 class CaseChecker:
     """One warm Verifier for the run; each case's variant subset goes in its CheckOptions."""
 
@@ -180,7 +192,9 @@ def evaluate_with(run_dir: Path, kind: str, executor: Executor, progress: bool =
                             key=unit_key,
                             task=case.task_def,
                             candidate=gen.kernel_source,
-                            options=checker.options(case),
+                            options=checker.options(case).model_copy(
+                                update={"seed": verdict_seed(checker.config.seed, unit_key)}
+                            ),
                         )
                     )
                 waiting.setdefault(unit_key, []).append(gen)

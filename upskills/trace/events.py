@@ -14,7 +14,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, TypeAdapter
 
-from upskills.verify.verdict import Verdict
+from upskills.verify.verdict import ProfileReport, Verdict
 
 SCHEMA_VERSION = 1
 """Current trace schema version."""
@@ -255,7 +255,9 @@ class ToolResult(_Event):
     duration_s: float = 0.0
     """Tool wall time."""
     verdict: Verdict | None = None
-    """Full verifier Verdict, for check and benchmark tools."""
+    """Full verifier Verdict, for check, benchmark, profile and submit tools."""
+    profile: ProfileReport | None = None
+    """The roofline/Nsight Compute report, for the profile tool."""
     kernel_source: str | None = None
     """Source of the kernel the tool acted on (write_kernel, check, benchmark, submit)."""
     kernel_hash: str | None = None

@@ -150,7 +150,7 @@ def measure_baselines(payload: dict[str, Any]) -> dict[str, Any]:
     with torch.no_grad():
         entry.eager = time_cuda(lambda: model(*inputs))[0]
         try:
-            compiled = torch.compile(model)
+            compiled = torch.compile(model)  # pyright: ignore[reportUnknownMemberType]
             entry.compile = time_cuda(lambda: compiled(*inputs), warmup=5)[0]
         except Exception as exc:  # noqa: BLE001 - a compile failure loses one baseline only
             entry.error = f"torch.compile failed: {type(exc).__name__}: {str(exc)[:500]}"

@@ -19,7 +19,7 @@ import sys
 import time
 import types
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from upskills.verify.guards import LaunchCounter, LibrarySnapshot, OpLog, live_threads
 from upskills.verify.protocol import (
@@ -193,8 +193,9 @@ def _flatten(value: Any) -> tuple[str, list[Any]]:
     if isinstance(value, torch.Tensor):
         return "tensor", [value]
     if isinstance(value, list | tuple):
-        kind = "tuple" if isinstance(value, tuple) else "list"
-        return f"{kind}[{len(value)}]", list(value)
+        seq = cast("list[Any] | tuple[Any, ...]", value)
+        kind = "tuple" if isinstance(seq, tuple) else "list"
+        return f"{kind}[{len(seq)}]", list(seq)
     return type(value).__name__, [value]
 
 
@@ -208,14 +209,14 @@ def _ranges(values: list[Any]) -> list[tuple[int, int]]:
             start = storage.data_ptr()
             out.append((start, start + storage.nbytes()))
         elif isinstance(value, list | tuple):
-            out.extend(_ranges(list(value)))
+            out.extend(_ranges(list(cast("list[Any] | tuple[Any, ...]", value))))
     return out
 
 
 def _meta(value: Any, inputs: list[tuple[int, int]]) -> OutputMeta:
     import torch
 
-    cls = type(value)
+    cls = type(cast(object, value))
     meta = OutputMeta(
         type_name=f"{cls.__module__}.{cls.__qualname__}", exact_tensor=cls is torch.Tensor
     )
@@ -288,7 +289,7 @@ class CandidateHost:
             check_signature(req.init_params, cls.__init__, "__init__", self.display, line)
             check_signature(req.forward_params, cls.forward, "forward", self.display, line)
         init_args = import_args(req.init_args)
-        torch.manual_seed(0)
+        torch.manual_seed(0)  # pyright: ignore[reportUnknownMemberType]
         try:
             with torch.device(self.device):
                 model = self.new_cls(*init_args)
@@ -438,7 +439,8 @@ def _clone(value: Any) -> Any:
     if isinstance(value, torch.Tensor):
         return value.clone()
     if isinstance(value, list | tuple):
-        return type(value)(_clone(v) for v in value)
+        seq = cast("list[Any] | tuple[Any, ...]", value)
+        return type(seq)(_clone(v) for v in seq)
     return value
 
 
@@ -449,7 +451,7 @@ def _copy_into(dst: list[Any], src: list[Any]) -> None:
         if isinstance(d, torch.Tensor):
             d.copy_(s)
         elif isinstance(d, list | tuple):
-            _copy_into(list(d), list(s))
+            _copy_into(list(cast("list[Any] | tuple[Any, ...]", d)), list(s))
 
 
 def _connect(address: str) -> socket.socket:
@@ -479,7 +481,7 @@ def serve_candidate(source: str, display: str, device: str, address: str, workdi
     path = str(Path(workdir) / (display if display.endswith(".py") else "candidate.py"))
     Path(path).write_text(source)
     try:  # imported now: importing it later patches torch functions (torch.manual_seed)
-        import torch._dynamo  # noqa: F401
+        import torch._dynamo  # noqa: F401  # pyright: ignore[reportUnusedImport]
     except ImportError:
         pass
     watch = _Watch()

@@ -14,7 +14,7 @@ positions (with the same sign for Inf). Strides do not matter: values are compar
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 from upskills.verify.verdict import ErrorClass
 
@@ -198,12 +198,13 @@ def _compare_floats(
             f"{list(at)}: got {c[at].item():.6g}, expected {r[at].item():.6g}"
         )
         return result
-    ref_norm = float(torch.linalg.vector_norm(r_f))
+    linalg: Any = torch.linalg  # untyped in torch's stubs
+    ref_norm = float(linalg.vector_norm(r_f))
     if (atol is not None or rtol is not None) and rms > 0:
         # a task that loosens the element test loosens this one as far (but zeros still fail)
         rel_l2_bound = max(rel_l2_bound, min(0.5, (atol_used + rtol_used * rms) / rms))
     if ref_norm > 0:
-        rel_l2 = float(torch.linalg.vector_norm(c_f - r_f)) / ref_norm
+        rel_l2 = float(linalg.vector_norm(c_f - r_f)) / ref_norm
         if rel_l2 > rel_l2_bound:
             result.passed = False
             result.error_class = ErrorClass.MISMATCH
@@ -242,19 +243,18 @@ def compare_outputs(
     if isinstance(ref, torch.Tensor):
         return compare_tensors(ref, out, atol=atol, rtol=rtol, where=label, matmul=matmul)
     if isinstance(ref, list | tuple):
-        if not isinstance(out, list | tuple) or len(out) != len(ref):
-            got = (
-                f"{type(out).__name__} of {len(out)}"
-                if isinstance(out, list | tuple)
-                else (type(out).__name__)
-            )
+        refs = cast("list[Any] | tuple[Any, ...]", ref)
+        outs = cast("list[Any] | tuple[Any, ...]", out) if isinstance(out, list | tuple) else None
+        if outs is None or len(outs) != len(refs):
+            got_type = type(cast(object, out)).__name__
+            got = f"{got_type} of {len(outs)}" if outs is not None else got_type
             return Comparison(
                 False,
                 ErrorClass.SHAPE,
-                f"{label}: expected a {type(ref).__name__} of {len(ref)} outputs, got {got}",
+                f"{label}: expected a {type(refs).__name__} of {len(refs)} outputs, got {got}",
             )
         merged = Comparison(True, max_abs_err=0.0, max_rel_err=0.0)
-        for i, (r, o) in enumerate(zip(ref, out, strict=True)):
+        for i, (r, o) in enumerate(zip(refs, outs, strict=True)):
             part = compare_outputs(r, o, atol=atol, rtol=rtol, where=f"{label}[{i}]", matmul=matmul)
             if not part.passed:
                 return part

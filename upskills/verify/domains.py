@@ -9,7 +9,7 @@ Transforms touch floating-point tensors only and keep their dtype.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 DOMAINS: dict[str, str] = {
     "large": "magnitudes x100 (exp overflows without max-subtraction)",
@@ -43,7 +43,8 @@ def apply_domain(inputs: list[Any], domain: str, seed: int) -> list[Any]:
             elif domain == "nonfinite" and tensor.numel() >= 8:
                 flat = tensor.view(-1) if tensor.is_contiguous() else None
                 if flat is not None:
-                    picks = torch.randint(0, flat.numel(), (3,), generator=gen).tolist()
+                    drawn = torch.randint(0, flat.numel(), (3,), generator=gen)
+                    picks = cast(list[int], drawn.tolist())  # pyright: ignore[reportUnknownMemberType]
                     for pos, value in zip(
                         picks, (float("inf"), float("-inf"), float("nan")), strict=True
                     ):
@@ -59,5 +60,5 @@ def _float_tensors(values: list[Any]) -> list[Any]:
         if isinstance(value, torch.Tensor) and value.is_floating_point():
             out.append(value)
         elif isinstance(value, list | tuple):
-            out.extend(_float_tensors(list(value)))
+            out.extend(_float_tensors(list(cast("list[Any] | tuple[Any, ...]", value))))
     return out

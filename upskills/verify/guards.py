@@ -19,9 +19,9 @@ from __future__ import annotations
 import os
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 SMALL_NUMEL = 64
 """Ops touching at most this many elements are "small scalar math" and always allowed."""
@@ -123,20 +123,20 @@ class LaunchCounter:
             return
         self._installed = True
         try:
-            from triton.runtime.jit import JITFunction
+            from triton.runtime.jit import JITFunction  # pyright: ignore[reportMissingTypeStubs]
 
             JITFunction.run = self._wrap(JITFunction.run)  # type: ignore[method-assign]
         except ImportError:
             pass
         try:
-            from triton.runtime.interpreter import InterpretedFunction
+            from triton.runtime.interpreter import InterpretedFunction  # pyright: ignore[reportMissingTypeStubs]
 
             InterpretedFunction.run = self._wrap_interpreted(InterpretedFunction.run)  # type: ignore[method-assign]
             install_bounds_check(self.state)
         except ImportError:
             pass
         try:  # autotuning: configs run once under the interpreter
-            from triton.runtime.autotuner import Autotuner
+            from triton.runtime.autotuner import Autotuner  # pyright: ignore[reportMissingTypeStubs]
 
             Autotuner.run = self._wrap_autotune(Autotuner.run)  # type: ignore[method-assign]
         except ImportError:
@@ -235,12 +235,13 @@ def install_bounds_check(state: LaunchState) -> None:
     On a GPU an out-of-bounds access faults (or silently corrupts memory); the interpreter
     reads and writes raw host memory, so without this check a missing mask can pass on CPU.
     """
-    from triton.runtime.interpreter import InterpreterBuilder
+    from triton.runtime.interpreter import InterpreterBuilder  # pyright: ignore[reportMissingTypeStubs]
 
-    load = InterpreterBuilder.create_masked_load
-    store = InterpreterBuilder.create_masked_store
-    rmw = InterpreterBuilder.create_atomic_rmw
-    cas = InterpreterBuilder.create_atomic_cas
+    builder: Any = InterpreterBuilder  # its methods are untyped
+    load = builder.create_masked_load
+    store = builder.create_masked_store
+    rmw = builder.create_atomic_rmw
+    cas = builder.create_atomic_cas
 
     def masked_load(self: Any, ptrs: Any, mask: Any, *args: Any, **kwargs: Any) -> Any:
         _check_bounds(state, ptrs, mask, "load")
@@ -303,7 +304,7 @@ class OpRecord:
 class OpLog:
     """Aten ops recorded in one forward call (outside the candidate's own launches)."""
 
-    ops: list[OpRecord] = field(default_factory=list)
+    ops: list[OpRecord] = field(default_factory=list[OpRecord])
     """In call order."""
 
 
@@ -317,9 +318,9 @@ def _max_numel(values: Any) -> int:
         if isinstance(item, torch.Tensor):
             best = max(best, item.numel())
         elif isinstance(item, list | tuple):
-            stack.extend(item)
+            stack.extend(cast("list[Any] | tuple[Any, ...]", item))
         elif isinstance(item, dict):
-            stack.extend(item.values())
+            stack.extend(cast(dict[Any, Any], item).values())
     return best
 
 
@@ -330,11 +331,13 @@ def make_op_recorder(log: OpLog, state: LaunchState) -> Any:
     class OpRecorder(TorchDispatchMode):
         """Records aten ops (name and size) while active."""
 
-        def __torch_dispatch__(self, func, types, args=(), kwargs=None):  # noqa: D105
+        def __torch_dispatch__(  # noqa: D105
+            self, func: Any, types: Any, args: Any = (), kwargs: Any = None
+        ) -> Any:
             kwargs = kwargs or {}
             out = func(*args, **kwargs)
             if state.depth == 0:
-                name = func._overloadpacket.__name__
+                name: str = func._overloadpacket.__name__
                 log.ops.append(OpRecord(name, max(_max_numel((args, kwargs)), _max_numel(out))))
             return out
 
@@ -391,13 +394,18 @@ def _watched_namespaces() -> dict[str, Any]:
     return spaces
 
 
+def _attrs(space: object) -> Mapping[str, Any]:
+    """``vars(space)``: a module's ``__dict__`` or a class's mapping proxy."""
+    return vars(space)
+
+
 class LibrarySnapshot:
     """Identities of library attributes (timers, synchronize, comparisons) at a point in time."""
 
     def __init__(self) -> None:
         self._spaces = _watched_namespaces()
         self._ids = {
-            name: {key: id(value) for key, value in list(vars(space).items()) if callable(value)}
+            name: {key: id(value) for key, value in list(_attrs(space).items()) if callable(value)}
             for name, space in self._spaces.items()
         }
 
@@ -405,7 +413,7 @@ class LibrarySnapshot:
         """Dotted names whose value is no longer the one snapshotted (new names are ignored)."""
         out: list[str] = []
         for name, space in self._spaces.items():
-            now = vars(space)
+            now = _attrs(space)
             for key, ident in self._ids[name].items():
                 if key not in now or id(now[key]) != ident:
                     out.append(f"{name}.{key}")

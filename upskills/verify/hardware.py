@@ -71,7 +71,8 @@ def describe_local(device: str = "auto") -> dict[str, Any]:
         return _cpu_description()
     if not torch.cuda.is_available():
         raise RuntimeError("device 'cuda' requested but torch sees no CUDA GPU")
-    props = torch.cuda.get_device_properties(torch.device(device))
+    cuda: Any = torch.cuda  # get_device_properties returns an untyped object
+    props: Any = cuda.get_device_properties(torch.device(device))
     smem = getattr(props, "shared_memory_per_block_optin", None) or getattr(
         props, "shared_memory_per_block", None
     )

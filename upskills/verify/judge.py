@@ -17,7 +17,7 @@ import random
 import socket
 import time
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -46,6 +46,7 @@ from upskills.verify.protocol import (
     ChannelTimeout,
     Failure,
     Hello,
+    OpSeen,
     Param,
     Ping,
     Setup,
@@ -121,7 +122,7 @@ class JudgeResult(BaseModel):
     stage: VerdictStage = VerdictStage.CORRECTNESS
     guard: str | None = None
     message: str = ""
-    variants: list[VariantResult] = Field(default_factory=list)
+    variants: list[VariantResult] = Field(default_factory=list[VariantResult])
     timing_status: str = "skipped"
     timing: Timing | None = None
     env: dict[str, str] = Field(default_factory=dict)
@@ -149,7 +150,7 @@ class _Prepared:
 
 @dataclass
 class _Clock:
-    marks: dict[str, float] = field(default_factory=dict)
+    marks: dict[str, float] = field(default_factory=dict[str, float])
 
     def add(self, stage: str, seconds: float) -> None:
         self.marks[stage] = round(self.marks.get(stage, 0.0) + seconds, 4)
@@ -180,13 +181,15 @@ def _flatten(value: Any) -> tuple[str, list[Any]]:
 
     if isinstance(value, torch.Tensor):
         return "tensor", [value]
-    if isinstance(value, list | tuple) and all(isinstance(v, torch.Tensor) for v in value):
-        kind = "tuple" if isinstance(value, tuple) else "list"
-        return f"{kind}[{len(value)}]", list(value)
+    if isinstance(value, list | tuple):
+        seq = cast("list[Any] | tuple[Any, ...]", value)
+        if all(isinstance(v, torch.Tensor) for v in seq):
+            kind = "tuple" if isinstance(seq, tuple) else "list"
+            return f"{kind}[{len(seq)}]", list(seq)
     raise StageFailure(
         ErrorClass.TASK,
         VerdictStage.CORRECTNESS,
-        f"the reference returns a {type(value).__name__}; the judge compares tensors "
+        f"the reference returns a {type(cast(object, value)).__name__}; the judge compares tensors "
         "and tuples/lists of tensors",
     )
 
@@ -197,7 +200,8 @@ def _clone(value: Any) -> Any:
     if isinstance(value, torch.Tensor):
         return value.clone()
     if isinstance(value, list | tuple):
-        return type(value)(_clone(v) for v in value)
+        seq = cast("list[Any] | tuple[Any, ...]", value)
+        return type(seq)(_clone(v) for v in seq)
     return value
 
 
@@ -210,7 +214,7 @@ def _mutated(now: list[Any], pristine: list[Any]) -> str | None:
             if not bool(same.all()):
                 return f"input[{i}]"
         elif isinstance(a, list | tuple):
-            inner = _mutated(list(a), list(b))
+            inner = _mutated(list(cast("list[Any] | tuple[Any, ...]", a)), list(b))
             if inner:
                 return f"input[{i}]{inner.removeprefix('input')}"
     return None
@@ -489,7 +493,7 @@ class Judge:
                 f"forward converted {scalars} tensor elements to Python/NumPy values (a Python "
                 "or NumPy fallback is not a kernel)",
             )
-        bad = []
+        bad: list[OpSeen] = []
         compute_total = 0
         for op in reply.ops:
             if op.name in ALLOWED_OPS:
@@ -658,7 +662,7 @@ class Judge:
     ) -> None:
         """Back-to-back calls timed by the judge's own clock must agree with the events."""
         t0 = time.monotonic()
-        rtts = []
+        rtts: list[float] = []
         for _ in range(3):
             s = time.monotonic()
             self.ask(Ping())

@@ -15,7 +15,7 @@ import json
 import socket
 import struct
 import time
-from typing import Annotated, Literal
+from typing import Annotated, Literal, cast
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
@@ -115,9 +115,9 @@ class Setup(_Message):
     """The reference's parameters and buffers, copied into same-named ones of ``ModelNew``."""
     interface: bool = False
     """Check ``ModelNew``'s signatures against the parameters below (first setup only)."""
-    init_params: list[Param] = Field(default_factory=list)
+    init_params: list[Param] = Field(default_factory=list[Param])
     """The reference ``Model.__init__``'s parameters (interface check)."""
-    forward_params: list[Param] = Field(default_factory=list)
+    forward_params: list[Param] = Field(default_factory=list[Param])
     """The reference ``Model.forward``'s parameters (interface check)."""
 
 
@@ -216,7 +216,7 @@ class OutputMeta(_Message):
     """``type(out).__qualname__`` with its module."""
     exact_tensor: bool
     """``type(out) is torch.Tensor``."""
-    shape: list[int] = Field(default_factory=list)
+    shape: list[int] = Field(default_factory=list[int])
     dtype: str = ""
     device: str = ""
     aliases_input: bool = False
@@ -237,10 +237,10 @@ class TrialDone(_Message):
     failure: Failure | None = None
     structure: str = ""
     """The output's structure (``tensor``, ``tuple[2]``)."""
-    outputs: list[OutputMeta] = Field(default_factory=list)
+    outputs: list[OutputMeta] = Field(default_factory=list[OutputMeta])
     launches: int = 0
     """Kernel launches of its own during the call."""
-    ops: list[OpSeen] = Field(default_factory=list)
+    ops: list[OpSeen] = Field(default_factory=list[OpSeen])
     python_scalars: int = 0
     """Tensor-to-Python conversions (``item``/``tolist``/``numpy``) during the call."""
     threads_started: int = 0
@@ -255,9 +255,9 @@ class TimeDone(_Message):
 
     op: Literal["time_done"] = "time_done"
     failure: Failure | None = None
-    times_ms: list[float] = Field(default_factory=list)
+    times_ms: list[float] = Field(default_factory=list[float])
     """Event time of each timed call."""
-    picks: list[int] = Field(default_factory=list)
+    picks: list[int] = Field(default_factory=list[int])
     """Input set of each kept output (oldest first)."""
     launches: int = 0
     library_changes: list[str] = Field(default_factory=list)
@@ -334,4 +334,4 @@ class Channel:
             raise ChannelClosed(f"malformed message: {exc}") from exc
         if not isinstance(value, dict):
             raise ChannelClosed("malformed message: not an object")
-        return value
+        return cast(dict[str, object], value)

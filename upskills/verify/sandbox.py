@@ -336,7 +336,7 @@ def _wait(pid: int, timeout_s: float, result_fd: int | None) -> tuple[bool, int 
             chunks.append(chunk)
         os.close(result_fd)
     _killgroup(pid)  # grandchildren the child left behind
-    code = os.waitstatus_to_exitcode(status) if status is not None else None
+    code = os.waitstatus_to_exitcode(status)
     return timed_out, code, b"".join(chunks)
 
 
@@ -378,25 +378,25 @@ def serve(mode: str, role: str) -> None:
         os.environ["TRITON_INTERPRET"] = "1"
     if role == "judge":
         _non_dumpable()
-    import torch  # noqa: F401 - preloaded so children fork warm
+    import torch  # noqa: F401 - preloaded so children fork warm  # pyright: ignore[reportUnusedImport]
 
     try:  # importing torch._dynamo later would patch torch functions mid-check
-        import torch._dynamo  # noqa: F401
+        import torch._dynamo  # noqa: F401  # pyright: ignore[reportUnusedImport]
     except ImportError:
         pass
     try:
-        import triton  # noqa: F401
-        import triton.language  # noqa: F401
+        import triton  # noqa: F401  # pyright: ignore[reportMissingTypeStubs, reportUnusedImport]
+        import triton.language  # noqa: F401  # pyright: ignore[reportMissingTypeStubs, reportUnusedImport]
     except ImportError:
         pass
-    import torch.utils.cpp_extension  # noqa: F401
+    import torch.utils.cpp_extension  # noqa: F401  # pyright: ignore[reportUnusedImport]
 
-    import upskills.verify.worker  # noqa: F401
+    import upskills.verify.worker  # noqa: F401  # pyright: ignore[reportUnusedImport]
 
     if role == "judge":
-        import upskills.verify.judge  # noqa: F401
+        import upskills.verify.judge  # noqa: F401  # pyright: ignore[reportUnusedImport]
     else:
-        import upskills.verify.candidate_host  # noqa: F401
+        import upskills.verify.candidate_host  # noqa: F401  # pyright: ignore[reportUnusedImport]
     root = _prepare_candidate_root() if role == "candidate" and mode == "cpu" else None
     if root is not None:  # compile caches the unprivileged candidate can write
         os.environ["TRITON_CACHE_DIR"] = str(root / "triton")

@@ -14,7 +14,7 @@ from __future__ import annotations
 import random
 import types
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeGuard, cast
 
 from upskills.tasks.model import ShapeVariant, Task
 from upskills.tasks.runtime import load_reference
@@ -36,7 +36,7 @@ class PlannedVariant:
 
     name: str
     """Variant name (``random`` for the drawn one, ``<name>~cpu`` for a shrunk one)."""
-    globals: dict[str, Any] = field(default_factory=dict)
+    globals: dict[str, Any] = field(default_factory=dict[str, Any])
     """Module globals re-bound before the reference's functions run."""
     drawn: bool = False
     """True for the shape drawn at random for this check."""
@@ -52,9 +52,9 @@ def _bytes(values: Any) -> int:
         if isinstance(item, torch.Tensor):
             total += item.numel() * item.element_size()
         elif isinstance(item, list | tuple):
-            stack.extend(item)
+            stack.extend(cast("list[Any] | tuple[Any, ...]", item))
         elif isinstance(item, dict):
-            stack.extend(item.values())
+            stack.extend(cast(dict[Any, Any], item).values())
         elif isinstance(item, torch.nn.Module):
             stack.extend(list(item.parameters()) + list(item.buffers()))
     return total
@@ -139,7 +139,7 @@ def shrink_for_cpu(task: Task, base: ShapeVariant) -> PlannedVariant:
     )
 
 
-def _is_size(value: Any) -> bool:
+def _is_size(value: Any) -> TypeGuard[int]:
     return isinstance(value, int) and not isinstance(value, bool) and value >= MIN_SIZE
 
 
@@ -156,18 +156,21 @@ def ranges_for(task: Task, device: str) -> dict[str, tuple[int, int]]:
         return {k: (int(v[0]), int(v[1])) for k, v in task.ranges.items()}
     eligible = [v for v in task.all_variants() if not v.main and (v.cpu or device != "cpu")]
     out: dict[str, tuple[int, int]] = {}
-    if len(eligible) >= 1:
-        names = {k for v in eligible for k, val in v.globals.items() if _is_size(val)}
-        for name in names:
-            values = [
-                value
-                for v in eligible
-                if isinstance(value := v.globals.get(name), int) and _is_size(value)
-            ]
-            lo, hi = min(values), max(values)
-            if lo == hi:
-                lo = max(MIN_SIZE, lo // 2)
-            out[name] = (lo, hi)
+    variants = task.all_variants()
+    names = {k for v in eligible for k, val in v.globals.items() if _is_size(val)}
+    for name in names:
+        everywhere = {repr(v.globals.get(name)) for v in variants}
+        if len(everywhere) == 1:
+            continue  # the same in every variant (a head dim, a vocabulary): part of the task
+        values = [
+            value
+            for v in eligible
+            if isinstance(value := v.globals.get(name), int) and _is_size(value)
+        ]
+        lo, hi = min(values), max(values)
+        if lo == hi:
+            lo = max(MIN_SIZE, lo // 2)
+        out[name] = (lo, hi)
     return out
 
 

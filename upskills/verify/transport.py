@@ -15,7 +15,7 @@ import os
 import secrets
 import tempfile
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from upskills.verify.protocol import Arg, CudaIpc, Scalar, Sequence, TensorHandle
 
@@ -186,7 +186,7 @@ def open_handle(handle: TensorHandle) -> Any:
     if handle.cuda is not None:
         c = handle.cuda
         torch.cuda.init()  # opening an IPC handle needs an initialised CUDA context
-        storage = torch.UntypedStorage._new_shared_cuda(
+        storage = torch.UntypedStorage._new_shared_cuda(  # pyright: ignore[reportPrivateUsage, reportUnknownMemberType]
             c.device,
             bytes.fromhex(c.handle),
             c.storage_size,
@@ -233,9 +233,10 @@ def export_args(values: list[Any], arena: SharedArena) -> tuple[list[Any], list[
             shared.append(tensor)
             wire.append(handle)
         elif isinstance(value, list | tuple):
-            inner, inner_wire = export_args(list(value), arena)
-            shared.append(type(value)(inner))
-            wire.append(Sequence(items=inner_wire, tuple=isinstance(value, tuple)))
+            seq = cast("list[Any] | tuple[Any, ...]", value)
+            inner, inner_wire = export_args(list(seq), arena)
+            shared.append(type(seq)(inner))
+            wire.append(Sequence(items=inner_wire, tuple=isinstance(seq, tuple)))
         elif value is None or isinstance(value, int | float | bool | str):
             shared.append(value)
             wire.append(Scalar(value=value))

@@ -8,7 +8,7 @@ machine they were measured on.
 from __future__ import annotations
 
 from enum import StrEnum
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -143,7 +143,7 @@ class Verdict(BaseModel):
     """What this check could not see (CPU: races, timing) and other caveats."""
     stage_seconds: dict[str, float] = Field(default_factory=dict)
     """Wall time per stage (judge side): cost breakdown of the check."""
-    variants: list[VariantResult] = Field(default_factory=list)
+    variants: list[VariantResult] = Field(default_factory=list[VariantResult])
     """Per-variant, per-seed correctness results."""
     timing_status: Literal["measured", "unavailable", "skipped", "failed"] = "unavailable"
     """Whether timings were measured (GPU), unavailable (CPU), skipped, or failed."""
@@ -159,3 +159,56 @@ class Verdict(BaseModel):
     """Versions and machine: torch, triton, python, gpu, cuda."""
     duration_s: float = 0.0
     """Wall time of the whole check."""
+
+
+class ProfileReport(BaseModel):
+    """Where a candidate stands against the machine's ceilings (the ``profile`` tool).
+
+    Built by :mod:`upskills.verify.profile`; it lives here, beside the Verdict, because the trace
+    schema records it in ``tool_result`` and may depend on this module only.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    schema_version: Literal[1] = 1
+    """Version of this record's layout."""
+    task: str
+    """Task name."""
+    variant: str
+    """The shape variant analysed and timed (the task's main variant)."""
+    device: str
+    """``cpu`` or ``cuda``."""
+    gpu: str | None = None
+    """GPU name when timed on CUDA."""
+    bytes: int
+    """Minimum bytes moved: every input and parameter read once, every output written once."""
+    flops: float
+    """FLOPs of the reference (``torch.utils.flop_counter``: matmul, conv, attention only)."""
+    median_ms: float | None = None
+    """The candidate's median time at the main variant (None when untimed)."""
+    copy_gbs: float | None = None
+    """Copy-bandwidth ceiling used, GB/s (read + write bytes); None when no ceilings."""
+    matmul_tflops: float | None = None
+    """Matmul ceiling used for the task's dtype, TFLOP/s; None when no ceilings."""
+    ceilings_source: str = "none"
+    """Where the ceilings came from: a file path, ``measured``, or ``none``."""
+    memory_floor_ms: float | None = None
+    """bytes / copy ceiling."""
+    compute_floor_ms: float | None = None
+    """flops / matmul ceiling (None for tasks with no counted FLOPs)."""
+    floor_ms: float | None = None
+    """Roofline floor: the larger of the memory and compute floors."""
+    bound: Literal["memory", "compute"] | None = None
+    """Which floor is larger."""
+    achieved_gbs: float | None = None
+    """bytes / median time, GB/s."""
+    bandwidth_share: float | None = None
+    """achieved_gbs / copy ceiling."""
+    achieved_tflops: float | None = None
+    """flops / median time, TFLOP/s (gemm, attention and conv tasks)."""
+    flops_share: float | None = None
+    """achieved_tflops / matmul ceiling (gemm, attention and conv tasks)."""
+    ncu: dict[str, Any] | None = None
+    """Nsight Compute metrics of the candidate's kernels, when ``ncu`` ran (see ``profile``)."""
+    notes: list[str] = Field(default_factory=list)
+    """What the report could not see, and how its numbers were obtained."""

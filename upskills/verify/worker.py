@@ -105,7 +105,7 @@ def environment() -> dict[str, str]:
 
     env = {"python": platform.python_version(), "torch": torch.__version__}
     try:
-        import triton
+        import triton  # pyright: ignore[reportMissingTypeStubs]
 
         env["triton"] = triton.__version__
     except ImportError:
