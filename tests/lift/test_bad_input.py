@@ -6,7 +6,7 @@ import pytest
 import yaml
 
 from upskills.lift.config import LiftConfig
-from upskills.lift.runner import LiftError, run_lift
+from upskills.lift.runner import InfrastructureError, LiftError, run_lift
 from upskills.lift.store import EvaluationRecord, GenerationRecord, read_records
 
 
@@ -112,11 +112,12 @@ def test_provider_errors_are_recorded_not_raised(lift_env, tmp_path):
     student = tmp_path / "m.yaml"
     student.write_text(f"name: m\nprovider: mock\nmodel: {script}\n")
     out = tmp_path / "o"
-    run_lift(_config(lift_env, out, students=[str(student)], arms=["baseline"]))
+    with pytest.raises(InfrastructureError, match="2 sample\\(s\\) ended in infrastructure errors"):
+        run_lift(_config(lift_env, out, students=[str(student)], arms=["baseline"]))
     gens = read_records(out / "generations.jsonl", GenerationRecord)
     assert len(gens) == 2 and all("script exhausted" in (g.error or "") for g in gens)
-    evals = read_records(out / "evaluations.cpu.jsonl", EvaluationRecord)
-    assert [e.error_class for e in evals] == ["generation", "generation"]
+    # not judged, so not counted as failures: they stay pending until a rerun retries them
+    assert read_records(out / "evaluations.cpu.jsonl", EvaluationRecord) == []
 
 
 def test_failing_reference_is_a_recorded_failure(lift_env, tmp_path, replay_registered):

@@ -37,7 +37,10 @@ def test_numbers_match_hand_computation(tmp_path):
     lift = _lift(report, "skill@1.0.0")
     # per-case diffs +1, +1/3, -1/3; clusters A = {c1, c2}, B = {c3}
     assert lift.lift.mean == pytest.approx(1 / 3)
-    assert lift.lift.ci_low == pytest.approx(-1 / 3) and lift.lift.ci_high == pytest.approx(2 / 3)
+    # 2 clusters: cluster sums 4/3 (2 cases) and -1/3 (1), ratio mean 1/3, residuals +-2/3;
+    # var = 2/1 * (8/9) / 3**2 = 16/81, half-width t975(1) * 4/9 = 5.65: clipped to [-1, 1]
+    assert lift.lift.method == "t-few"
+    assert lift.lift.ci_low == pytest.approx(-1.0) and lift.lift.ci_high == pytest.approx(1.0)
     assert lift.lift.p_value == pytest.approx(1.0)
     assert (lift.lift.better, lift.lift.worse, lift.lift.n_clusters) == (2, 1, 2)
     assert (lift.repairs, lift.regressions) == (1, 0)
@@ -57,8 +60,11 @@ def test_files_hold_the_numbers(tmp_path):
     assert summary["splits"] == {"heldout": 3}
     assert summary["command"] == "upskills lift --synthetic"
     md = (run / "report.md").read_text()
-    assert "+33.3 pp [-33.3, +66.7]" in md  # the lift, always with its interval
-    assert "| s | skill@1.0.0 | heldout | 3 | 9/9 | 77.8% | 100.0% | 44.4% | 1.49x |" in md
+    assert "+33.3 pp [-100.0, +100.0]" in md  # the lift, always with its interval
+    assert (
+        "| s | all | skill@1.0.0 | heldout | 3 | 9/9 | 77.8% | 100.0% | — | 44.4% | 1.49x "
+        "| +33.3 pp [-100.0, +100.0] | 1.000 (1.000) |"
+    ) in md
     assert "heldout: 3 cases" in md
     if plots_available():
         for png in ("lift_ci.png", "speedups.png"):
@@ -122,8 +128,14 @@ def test_cli_report(tmp_path):
 def test_nan_free_summary(tmp_path):
     run = write_run(tmp_path / "run")
     report = write_report(run)
+    one_task = [r for r in report.lifts if r.lift.n_clusters == 1]
+    assert one_task  # tag:y holds one task: no interval, stored as null, never NaN
     for r in report.lifts:
-        assert not math.isnan(r.lift.ci_low)
+        if r.lift.n_clusters == 1:
+            assert (r.lift.ci_low, r.lift.ci_high, r.lift.method) == (None, None, "none")
+        else:
+            assert r.lift.ci_low is not None and not math.isnan(r.lift.ci_low)
+    assert "NaN" not in (run / "summary.json").read_text()
 
 
 def test_report_out_folder_keeps_the_run_folder_clean(tmp_path):

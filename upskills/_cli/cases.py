@@ -1,4 +1,4 @@
-"""``upskills cases list|show|check``."""
+"""``upskills cases list|show|check|ladder``."""
 
 from __future__ import annotations
 
@@ -100,6 +100,71 @@ def check(
     failed = sum(not r.passed for r in results)
     if failed:
         raise click.ClickException(f"{failed} of {len(cases)} case(s) failed")
+
+
+@cli.command()
+@click.option("--out", required=True, type=click.Path(), help="Folder for the ladder cases.")
+@click.option(
+    "--kernels",
+    "kernel_paths",
+    multiple=True,
+    required=True,
+    type=click.Path(exists=True),
+    help="Verified-kernel sources: folders of <task>.py files and/or trace folders (repeatable).",
+)
+@click.option(
+    "--skill",
+    "skills",
+    multiple=True,
+    help="Skill pack(s) under test: tasks of their families become train (repeatable).",
+)
+@click.option("--task", "task_names", multiple=True, help="Only these built-in tasks.")
+@click.option("--choose-per-task", default=1, show_default=True, type=int)
+@click.option("--max-choices", default=4, show_default=True, type=int, help="k of choose cases.")
+@click.option("--heldout-only", is_flag=True, help="Write only held-out cases.")
+def ladder(
+    out: str,
+    kernel_paths: tuple[str, ...],
+    skills: tuple[str, ...],
+    task_names: tuple[str, ...],
+    choose_per_task: int,
+    max_choices: int,
+    heldout_only: bool,
+) -> None:
+    """Build the choose/fill/repair/write ladder, every label from the CPU verifier."""
+    from pathlib import Path
+
+    from upskills.cases.family import pack_families
+    from upskills.cases.ladder import LadderConfig, build_ladder, cpu_judge, kernel_sources
+    from upskills.cases.model import dump_case
+    from upskills.skills.pack import resolve_pack
+    from upskills.tasks import builtin_tasks
+
+    packs = [resolve_pack(s) for s in skills]
+    fed = pack_families(packs)
+    tasks = [t for t in builtin_tasks() if not task_names or t.name in task_names]
+    judge, close = cpu_judge()
+    try:
+        cases = build_ladder(
+            tasks,
+            kernel_sources(kernel_paths),
+            judge,
+            fed,
+            LadderConfig(choose_per_task=choose_per_task, max_choices=max_choices),
+            progress=lambda name: click.echo(f"ladder: {name}", err=True),
+        )
+    finally:
+        close()
+    if heldout_only:
+        cases = [c for c in cases if c.split == "heldout"]
+    folder = Path(out)
+    folder.mkdir(parents=True, exist_ok=True)
+    for case in cases:
+        (folder / f"{case.id}.yaml").write_text(dump_case(case), encoding="utf-8")
+    rungs: dict[str, int] = {}
+    for case in cases:
+        rungs[f"{case.rung}/{case.split}"] = rungs.get(f"{case.rung}/{case.split}", 0) + 1
+    click.echo(" ".join(f"{k}={v}" for k, v in sorted(rungs.items())))
 
 
 def _echo_each(results):  # noqa: ANN001, ANN202 - CaseChecks, passed through

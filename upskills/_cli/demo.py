@@ -16,7 +16,17 @@ from upskills._cli.lift import command_line
 @click.option(
     "--traces", type=click.Path(path_type=Path), default=Path("traces"), show_default=True
 )
-@click.option("--cases", default=3, show_default=True, help="Held-out cases measured.")
+@click.option("--cases", default=2, show_default=True, help="Held-out write cases measured.")
+@click.option(
+    "--choose", default=3, show_default=True, help="Held-out choose cases measured (0: none)."
+)
+@click.option(
+    "--ladder",
+    type=click.Path(path_type=Path),
+    default=Path("testcases/ladder-tiling"),
+    show_default=True,
+    help="Ladder cases the choose cases come from.",
+)
 @click.option("--samples", default=1, show_default=True, help="Samples per arm x case.")
 @click.option("--max-new-tokens", default=160, show_default=True, help="Student answer length.")
 @click.option("--student", default="smollm2-135m", show_default=True, help="Student name/YAML.")
@@ -28,6 +38,8 @@ def cli(
     out: Path,
     traces: Path,
     cases: int,
+    choose: int,
+    ladder: Path,
     samples: int,
     max_new_tokens: int,
     student: str,
@@ -36,7 +48,11 @@ def cli(
     student_device: str | None,
     seed: int,
 ) -> None:
-    """Distill the shipped traces, measure the skill's lift on SmolLM2-135M, write the report."""
+    """Distill the shipped traces, measure the skill's lift on SmolLM2-135M, write the report.
+
+    Two rungs of the case ladder: ``choose`` (rate next to its chance level, 1/k) and ``write``;
+    each lift is printed with its 95% interval.
+    """
     from upskills.demo import DemoOptions, run_demo
     from upskills.lift.runner import LiftError
     from upskills.report import write_report
@@ -46,6 +62,8 @@ def cli(
         out=out,
         traces=traces,
         cases=cases,
+        choose=choose,
+        ladder=ladder,
         samples=samples,
         max_new_tokens=max_new_tokens,
         student=student,

@@ -61,6 +61,15 @@ def _fail(exc: Exception) -> None:
 @click.option("--allow-train", is_flag=True, help="Allow cases whose task fed a skill.")
 @click.option("--traces", "traces", multiple=True, help="Trace files/folders (excerpt arm).")
 @click.option("--compact", is_flag=True, help="Inline the compact skill variant.")
+@click.option(
+    "--rungs",
+    default="choose,fill,repair,write",
+    show_default=True,
+    help="Ladder rungs to run (comma-separated).",
+)
+@click.option(
+    "--off-topic", "off_topic", multiple=True, help="Pack(s) on another topic (off_topic arm)."
+)
 @click.option("--max-new-tokens", type=int, help="Override the students' max_new_tokens.")
 @click.option("--max-cases", type=int, help="Use only the first N cases.")
 @click.option("--student-device", help="Run local students on this device (cpu, cuda).")
@@ -101,6 +110,8 @@ def cli(ctx: click.Context, **kw: object) -> None:
         seed=kw["seed"],
         allow_train=bool(kw["allow_train"]),
         traces=_split(kw["traces"]),
+        off_topic=_split(kw["off_topic"]),
+        rungs=_split(kw["rungs"]),
         compact=bool(kw["compact"]),
         max_new_tokens=kw["max_new_tokens"],
         max_cases=kw["max_cases"],
@@ -113,10 +124,10 @@ def cli(ctx: click.Context, **kw: object) -> None:
         config = LiftConfig.model_validate(flags)
     except ValidationError as exc:
         raise click.UsageError(str(exc)) from None
-    out = Path(config.out)
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "command.txt").write_text(command_line("lift", dict(kw)) + "\n", "utf-8")
     if kw["ablate_modules"]:
+        out = Path(config.out)
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "command.txt").write_text(command_line("lift", dict(kw)) + "\n", "utf-8")
         from upskills.lift.ablate_modules import ablate_modules, render_report
 
         try:
@@ -124,8 +135,10 @@ def cli(ctx: click.Context, **kw: object) -> None:
         except (LiftError, ValueError, FileNotFoundError) as exc:
             _fail(exc)
         return
-    try:
-        run_dir = run_lift(config)
+    from upskills.lift.runner import InfrastructureError
+
+    try:  # command.txt is written by run_lift once every input validated
+        run_dir = run_lift(config, command=command_line("lift", dict(kw)))
         if on_executor:  # generation here, evaluation on the cluster
             from upskills.executor import ExecutorError
             from upskills.lift.evaluate import evaluate_run
@@ -137,6 +150,9 @@ def cli(ctx: click.Context, **kw: object) -> None:
     except (LiftError, FileNotFoundError) as exc:
         _fail(exc)
         return
+    except InfrastructureError as exc:
+        click.echo(f"error: {exc}", err=True)
+        ctx.exit(3)
     click.echo(f"run folder: {run_dir}")
     if (config.evaluate or on_executor) and not kw["no_report"]:
         from upskills.report import write_report

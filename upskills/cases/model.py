@@ -22,6 +22,29 @@ SCHEMA_HEADER = "# yaml-language-server: $schema=../../upskills/schemas/testcase
 """First line of every case file (relative to ``testcases/<suite>/``)."""
 
 
+Rung = Literal["write", "choose", "fill", "repair"]
+"""Case ladder rungs, easiest to score first: choose, fill, repair, write."""
+RUNGS: tuple[str, ...] = ("choose", "fill", "repair", "write")
+"""Every rung, in report order."""
+FILL_MARKER = "# >>> MISSING LINE <<<"
+"""Marks the removed line in a ``fill`` case's template."""
+
+
+class Choice(BaseModel):
+    """One candidate line of a ``choose`` case, labelled by the verifier."""
+
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
+
+    line: str
+    """The differing line (the span scored), without its newline."""
+    correct: bool
+    """Whether the kernel with this line passed the verifier."""
+    bug: str | None = None
+    """Bug class that made it (None for the verified original)."""
+    message: str = ""
+    """The verifier's message on the kernel with this line (truncated)."""
+
+
 class CaseError(ValueError):
     """A case file is malformed (the message names the file and field) or a folder is missing."""
 
@@ -70,6 +93,23 @@ class TestCase(BaseModel):
     """train: its task fed a skill in this distillation; heldout: it did not."""
     known_good: str | None = None
     """A kernel source known to pass (a trace's final kernel), proving the case solvable."""
+
+    rung: Rung = "write"
+    """Ladder rung: ``write`` a kernel, ``choose`` among candidates, ``fill`` a line, ``repair``."""
+    family: str = ""
+    """Family hash of ``task_source`` (``upskills.cases.family``); recomputed at lift time."""
+    choices: list[Choice] = Field(default_factory=list)
+    """``choose``: candidate lines at one place of a verified kernel, each verifier-labelled."""
+    kernel_prefix: str = ""
+    """``choose``/``fill``: the kernel text before the differing line."""
+    kernel_suffix: str = ""
+    """``choose``/``fill``: the kernel text after the differing line."""
+    bug: str | None = None
+    """``fill``/``repair``: the bug class the case is built around."""
+
+    def candidate_source(self, line: str) -> str:
+        """The whole kernel with ``line`` at the differing place (choose and fill cases)."""
+        return self.kernel_prefix + line + "\n" + self.kernel_suffix
 
     def to_task(self) -> Task:
         """The task this case was built from, rebuilt from the case alone (same hash)."""

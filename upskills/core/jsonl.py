@@ -41,13 +41,15 @@ def read_records(path: Path, model: type[T]) -> list[T]:
         model: The record model (a pydantic model with a ``key`` field).
 
     Returns:
-        Records in file order, first occurrence of each key only.
+        Records in file order, first occurrence of each key only, except that a record
+        carrying an infrastructure ``error`` (a field of lift generations) is replaced by a
+        later one of the same key: a retried sample.
 
     Raises:
         RunStoreError: a complete line that is not valid JSON or not a valid record.
     """
     out: list[T] = []
-    seen: set[str] = set()
+    seen: dict[str, int] = {}
     if not path.exists():
         return out
     raw = path.read_text(encoding="utf-8")
@@ -64,8 +66,10 @@ def read_records(path: Path, model: type[T]) -> list[T]:
             raise RunStoreError(f"{path}:{no}: not a valid {model.__name__}: {msg}") from None
         key = getattr(rec, "key")  # noqa: B009
         if key not in seen:
-            seen.add(key)
+            seen[key] = len(out)
             out.append(rec)
+        elif getattr(out[seen[key]], "error", None) is not None:
+            out[seen[key]] = rec  # a retried sample replaces its infrastructure error
     return out
 
 

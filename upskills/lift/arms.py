@@ -24,8 +24,8 @@ from upskills.prompts import load_prompt
 if TYPE_CHECKING:
     from upskills.skills.pack import SkillPack
 
-ArmKind = Literal["baseline", "inline", "on_demand", "placebo", "excerpt"]
-ARM_KINDS: tuple[str, ...] = ("baseline", "inline", "on_demand", "placebo", "excerpt")
+ArmKind = Literal["baseline", "inline", "on_demand", "placebo", "off_topic", "excerpt"]
+ARM_KINDS: tuple[str, ...] = ("baseline", "inline", "on_demand", "placebo", "off_topic", "excerpt")
 """Every arm kind, in report order."""
 
 EXCERPT_CHARS = 4000
@@ -112,8 +112,40 @@ def placebo_text(tokens: int, count: TokenCounter) -> str:
     return cut
 
 
+PLACEBO_NAME = "bread-history"
+"""Skill name in the placebo's wrapper (the wrapper and format are the skill's own)."""
+
+
+def placebo_block(tokens: int, count: TokenCounter, version: str = "1.0.0") -> str:
+    """The placebo in the skill's own wrapper, the whole block ``tokens`` long within 5%."""
+
+    def wrap(body: str) -> str:
+        return f'<skill name="{PLACEBO_NAME}" version="{version}">\n{body}\n</skill>'
+
+    overhead = count(wrap(""))
+    return wrap(placebo_text(max(1, tokens - overhead), count))
+
+
+def _args_text(args: object) -> str:
+    """Tool-call arguments as a student would read them: code as code, the rest as JSON."""
+    if not isinstance(args, dict):
+        return json.dumps(args)
+    parts = []
+    for key, value in args.items():
+        if isinstance(value, str) and "\n" in value:
+            parts.append(f"{key}:\n```python\n{value.rstrip()}\n```")
+        else:
+            parts.append(f"{key}: {json.dumps(value)}")
+    return "\n".join(parts)
+
+
 def render_trace_text(path: Path) -> str:
-    """A trace as a plain transcript: model text, tool calls and tool outputs in order."""
+    """A trace as a plain transcript: model text, tool calls and tool outputs in order.
+
+    Handles both recordings: ``model_call`` events (teacher runs through ``upskills teach``)
+    and ``tool_call`` events (external agents through ``upskills session``/MCP), whose
+    arguments carry the kernels; kernel sources are shown as fenced code.
+    """
     parts: list[str] = []
     for line in path.read_text(encoding="utf-8").splitlines():
         try:
@@ -127,8 +159,13 @@ def render_trace_text(path: Path) -> str:
             if ev.get("response_text"):
                 parts.append(f"assistant: {ev['response_text']}")
             for call in ev.get("tool_calls") or []:
-                args = json.dumps(call.get("arguments", {}))
-                parts.append(f"tool call {call.get('name')}: {args}")
+                args = _args_text(call.get("arguments", {}))
+                parts.append(f"tool call {call.get('name')}:\n{args}")
+        elif kind == "tool_call":
+            args = _args_text(ev.get("arguments", {}))
+            parts.append(f"tool call {ev.get('gen_ai.tool.name')}:\n{args}")
+        elif kind == "note" and ev.get("text"):
+            parts.append(f"note: {ev['text']}")
         elif kind == "tool_result":
             out = ev.get("output") or ev.get("error") or ""
             parts.append(f"tool result {ev.get('gen_ai.tool.name')}: {out}")
@@ -176,6 +213,7 @@ def build_arms(
     count: TokenCounter,
     trace_files: Sequence[Path] = (),
     compact: bool = False,
+    off_topic: Sequence[Any] = (),
 ) -> list[Arm]:
     """Build every arm of an experiment.
 
@@ -185,6 +223,7 @@ def build_arms(
         count: token counter (the student's tokenizer when local).
         trace_files: candidate trace files for the excerpt arms.
         compact: inline the compact variant of each skill (for small students).
+        off_topic: real packs on another topic, inlined as the ``off_topic`` control arm.
 
     Returns:
         Arms in report order; baseline first.
@@ -222,8 +261,15 @@ def build_arms(
             )
         suffix = f":{ref}" if several else ""
         if "placebo" in kinds:
-            block = placebo_text(count(inline), count)
+            block = placebo_block(count(inline), count, pack.version)
             arms.append(_arm(f"placebo{suffix}", "placebo", block, count, skill=ref))
+        if "off_topic" in kinds:
+            if not off_topic:
+                raise ValueError("the off_topic arm needs a pack on another topic (--off-topic)")
+            for other in off_topic:
+                block = system_prompt_block([other], compact=compact)
+                name = f"off-topic:{skill_ref(other)}" + (f"/{ref}" if several else "")
+                arms.append(_arm(name, "off_topic", block, count, skill=skill_ref(other)))
         if "excerpt" in kinds:
             sources = source_traces(pack, trace_files)
             if not sources:

@@ -7,6 +7,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from upskills.cases.model import Choice
 from upskills.lift.arms import ARM_KINDS, Arm
 from upskills.tasks.model import Task
 
@@ -29,8 +30,12 @@ class LiftConfig(BaseModel):
     """Test case folders or YAML files."""
     samples: int = Field(default=3, ge=1)
     """Samples per student x arm x case."""
-    arms: list[str] = Field(default_factory=lambda: list(ARM_KINDS))
-    """Arm kinds: baseline, inline, on_demand, placebo, excerpt."""
+    arms: list[str] = Field(default_factory=lambda: [k for k in ARM_KINDS if k != "off_topic"])
+    """Arm kinds: baseline, inline, on_demand, placebo, off_topic, excerpt."""
+    rungs: list[str] = Field(default_factory=lambda: ["choose", "fill", "repair", "write"])
+    """Ladder rungs to run (cases of other rungs are skipped)."""
+    off_topic: list[str] = Field(default_factory=list)
+    """Skill packs on another topic for the ``off_topic`` control arm."""
     mode: Literal["one_shot", "agent"] = "one_shot"
     """One response per sample, or an agent loop with verifier feedback."""
     agent_turns: int = Field(default=3, ge=1)
@@ -84,6 +89,27 @@ class CaseInfo(BaseModel):
     """Shape variants checked (None: all the task's variants the device can run)."""
     task_def: Task
     """The task itself, so evaluation needs nothing but the run folder."""
+    rung: str = "write"
+    """Ladder rung: ``choose``, ``fill``, ``repair`` or ``write``."""
+    family: str = ""
+    """Family hash, recomputed from the task source when the run was prepared."""
+    choices: list[Choice] = Field(default_factory=list)
+    """``choose``: the candidate lines with the verifier's labels."""
+    kernel_prefix: str = ""
+    """``choose``/``fill``: kernel text before the differing line."""
+    kernel_suffix: str = ""
+    """``choose``/``fill``: kernel text after the differing line."""
+
+    @property
+    def chance(self) -> float | None:
+        """Pass rate of a uniform guess (choose: correct choices / k); None for other rungs."""
+        if self.rung != "choose" or not self.choices:
+            return None
+        return sum(c.correct for c in self.choices) / len(self.choices)
+
+    def samples(self, requested: int) -> int:
+        """Samples this case takes: a ``choose`` score is deterministic, so one."""
+        return 1 if self.rung == "choose" else requested
 
 
 class RunManifest(BaseModel):
@@ -119,6 +145,13 @@ class RunManifest(BaseModel):
             "samples": self.config.samples,
             "seed": self.config.seed,
             "mode": self.config.mode,
+            "rungs": self.config.rungs,
+            "generation": {
+                "max_new_tokens": self.config.max_new_tokens,
+                "compact": self.config.compact,
+                "agent_turns": self.config.agent_turns,
+                "max_tool_reads": self.config.max_tool_reads,
+            },
             "prompts": self.prompt_hashes,
         }
 

@@ -169,7 +169,8 @@ def evaluate_with(run_dir: Path, kind: str, executor: Executor, progress: bool =
         g = gen_by_key.get(r.key)
         if g is not None and g.kernel_hash:
             cache[(g.case, g.kernel_hash)] = r
-    todo = [g for g in gens if g.key not in done]
+    # infrastructure errors are not judged: they stay pending until a resume regenerates them
+    todo = [g for g in gens if g.key not in done and g.error is None]
     checker = CaseChecker(manifest.config, kind)
     bar = _bar(len(todo), f"evaluate ({kind}, {executor.name})", progress)
     waiting: dict[str, list[GenerationRecord]] = {}
@@ -177,7 +178,7 @@ def evaluate_with(run_dir: Path, kind: str, executor: Executor, progress: bool =
     try:
         with RecordWriter(out, done) as writer:
             for gen in todo:
-                rec = _settled(gen, cache, kind)
+                rec = _settled(gen, cases[gen.case], cache, kind)
                 if rec is not None:
                     writer.write(rec)
                     bar.update(1)
@@ -206,15 +207,21 @@ def evaluate_with(run_dir: Path, kind: str, executor: Executor, progress: bool =
 
 
 def _settled(
-    gen: GenerationRecord, cache: dict[tuple[str, str], EvaluationRecord], kind: str
+    gen: GenerationRecord,
+    case: CaseInfo,
+    cache: dict[tuple[str, str], EvaluationRecord],
+    kind: str,
 ) -> EvaluationRecord | None:
-    """The record of a sample that needs no verifier (nothing to judge, or judged already)."""
-    if gen.error is not None:
+    """The record of a sample that needs no verifier (a choice, no kernel, or judged already)."""
+    if case.rung == "choose" and gen.choice is not None:
+        # the label is the verifier's, given when the case was built (on the whole kernel)
+        picked = case.choices[gen.choice]
         return EvaluationRecord(
             key=gen.key,
-            passed=False,
-            error_class="generation",
-            message=gen.error[:500],
+            kernel_hash=gen.kernel_hash,
+            passed=picked.correct,
+            error_class=None if picked.correct else f"chose:{picked.bug}",
+            message=picked.message[:300],
             device=kind,
         )
     if not gen.kernel_source or not gen.kernel_hash:

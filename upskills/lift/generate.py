@@ -17,7 +17,7 @@ from typing import Any
 from upskills.core.hashing import kernel_hash
 from upskills.lift.arms import Arm
 from upskills.lift.config import CaseInfo, LiftConfig, RunManifest
-from upskills.lift.prompting import extract_kernel, prompt_hash, system_prompt
+from upskills.lift.prompting import extract_kernel, prompt_hash, splice_line, system_prompt
 from upskills.lift.store import GENERATIONS, GenerationRecord, RecordWriter, read_records
 from upskills.lift.store import sample_key as make_key
 from upskills.lift.student import Student
@@ -117,9 +117,10 @@ class Generator:
                     for call in response.tool_calls:
                         reads_left -= 1
                         if call.name == "read_skill":
-                            out.reads.append(str(call.arguments.get("path") or "SKILL.md"))
                             try:
                                 result = handler(call.arguments)
+                                # only a read that returned the skill counts as an activation
+                                out.reads.append(str(call.arguments.get("path") or "SKILL.md"))
                             except Exception as exc:  # noqa: BLE001 - a bad read is the model's error
                                 result = f"error: {exc}"
                         else:
@@ -180,12 +181,26 @@ class Generator:
         one batched call seeded with that sample's seed; on-demand arms run their tool loop
         alone with the same seed.
         """
-        done = {r.key for r in read_records(path, GenerationRecord)}
+        # a sample that ended in an infrastructure error is not done: it is retried
+        done = {r.key for r in read_records(path, GenerationRecord) if r.error is None}
         written = 0
         name = self.student.name
         with RecordWriter(path, done) as writer:
             for case in self.manifest.cases:
-                for i in range(self.config.samples):
+                if case.rung == "choose":
+                    todo = [
+                        a
+                        for a in self.manifest.arms
+                        if make_key(name, a.name, case.id, 0) not in done
+                    ]
+                    if todo:
+                        for rec in self._choose(todo, case):
+                            writer.write(rec)
+                            written += 1
+                            if progress is not None:
+                                progress.update(1)
+                    continue
+                for i in range(case.samples(self.config.samples)):
                     todo = [
                         a
                         for a in self.manifest.arms
@@ -207,13 +222,70 @@ class Generator:
                             progress.update(1)
         return written
 
+    def _choose(self, arms: Sequence[Arm], case: CaseInfo) -> list[GenerationRecord]:
+        """Score every candidate line of a choose case in each arm; the argmax is the answer."""
+        import time
+
+        from upskills.llm.base import Message, ProviderError
+
+        seed = sample_seed(self.config.seed, case.id, 0)
+        score = getattr(self.provider, "score_batch", None)
+        if score is None:  # refused in preparation; kept for library callers
+            raise ProviderError(
+                f"provider {type(self.provider).__name__} cannot score log-likelihoods",
+                provider=str(getattr(self.provider, "provider", "?")),
+            )
+        lines = [c.line for c in case.choices]
+        requests = [
+            (
+                [
+                    Message(role="system", content=system_prompt(a.block)),
+                    Message(role="user", content=case.prompt),
+                ],
+                "```python\n" + case.kernel_prefix,
+                lines,
+            )
+            for a in arms
+        ]
+        start = time.monotonic()
+        error: str | None = None
+        try:
+            scores = score(requests)
+        except ProviderError as exc:
+            scores, error = [[] for _ in arms], str(exc)
+        latency = (time.monotonic() - start) / max(1, len(arms))
+        out = []
+        for arm, arm_scores in zip(arms, scores, strict=True):
+            s = _Sample()
+            s.error, s.latency_s, s.calls = error, latency, 1
+            choice = max(range(len(lines)), key=lambda j: arm_scores[j]) if arm_scores else None
+            s.text = lines[choice] if choice is not None else ""
+            rec = self._record(arm, case, 0, seed, s)
+            out.append(
+                rec.model_copy(
+                    update={"choice": choice, "scores": [round(x, 4) for x in arm_scores]}
+                )
+            )
+        return out
+
+    def _kernel(self, case: CaseInfo, s: _Sample) -> str | None:
+        """The kernel a response stands for, by the case's rung (one rule per rung)."""
+        if s.error is not None:
+            return None
+        if case.rung == "choose":
+            return case.kernel_prefix + s.text + "\n" + case.kernel_suffix if s.text else None
+        if case.rung == "fill":
+            return splice_line(case, s.text)
+        return extract_kernel(s.text)
+
     def _record(self, arm: Arm, case: CaseInfo, i: int, seed: int, s: _Sample) -> GenerationRecord:
-        kernel = extract_kernel(s.text) if s.error is None else None
+        kernel = self._kernel(case, s)
         return GenerationRecord(
             key=make_key(self.student.name, arm.name, case.id, i),
             student=self.student.name,
             arm=arm.name,
             case=case.id,
+            rung=case.rung,
             task=case.task,
             split=case.split,
             sample=i,

@@ -7,7 +7,9 @@ teacher runs use too (``upskills.core.markdown.extract_kernel``).
 
 from __future__ import annotations
 
-from upskills.core.markdown import extract_kernel
+from typing import Any
+
+from upskills.core.markdown import extract_kernel, python_blocks
 from upskills.lift.arms import text_hash
 from upskills.prompts import load_prompt
 
@@ -28,4 +30,29 @@ def prompt_hashes() -> dict[str, str]:
     return {name: load_prompt(name).sha256 for name in names}
 
 
-__all__ = ["extract_kernel", "prompt_hash", "prompt_hashes", "system_prompt"]
+def splice_line(case: Any, answer: str) -> str | None:
+    """A ``fill`` answer put back into its kernel (None when it holds no code line).
+
+    The first non-blank line of the answer's first fenced block (or of the answer, when it
+    has none) is re-indented like the removed line and put in its place.
+
+    Args:
+        case: a ``fill`` case (``kernel_prefix``, ``kernel_suffix``, the removed line in
+            ``choices[0]``).
+        answer: the student's response.
+
+    Returns:
+        The whole kernel, or None.
+    """
+    blocks = python_blocks(answer)
+    body = blocks[0] if blocks else answer
+    removed = case.choices[0].line if case.choices else ""
+    indent = removed[: len(removed) - len(removed.lstrip())]
+    for raw in body.split("\n"):
+        line = raw.strip()
+        if line and not line.startswith(("```", "# >>>")):
+            return case.kernel_prefix + indent + line + "\n" + case.kernel_suffix
+    return None
+
+
+__all__ = ["extract_kernel", "prompt_hash", "prompt_hashes", "splice_line", "system_prompt"]

@@ -171,6 +171,69 @@ def _token_counter(students: Sequence[Student], providers: dict[str, Any]) -> tu
     return estimate_tokens, "estimate:chars/4"
 
 
+def can_score(provider: object) -> bool:
+    """Whether a provider returns log-likelihoods of given continuations (``score_batch``)."""
+    return callable(getattr(provider, "score_batch", None)) and bool(
+        getattr(provider, "scores_log_likelihood", True)
+    )
+
+
+def _check_arms(config: LiftConfig) -> None:
+    """Arm problems a user can hit, raised before any student loads."""
+    from upskills.lift.arms import ARM_KINDS
+
+    unknown = sorted(set(config.arms) - set(ARM_KINDS))
+    if unknown:
+        raise LiftError(f"unknown arm kind(s) {unknown}; choose from {', '.join(ARM_KINDS)}")
+    if "excerpt" in config.arms and not config.traces:
+        raise LiftError("the excerpt arm needs the skill's source traces: pass --traces DIR")
+    if "off_topic" in config.arms and not config.off_topic:
+        raise LiftError("the off_topic arm needs a real pack on another topic: pass --off-topic")
+
+
+def _case_families(cases: Sequence[Any]) -> dict[str, str]:
+    """Each case's family recomputed from its source; a disagreeing stored family is refused."""
+    from upskills.cases.family import family_hash
+
+    families: dict[str, str] = {}
+    for c in cases:
+        try:
+            families[c.id] = family_hash(c.task_source)
+        except SyntaxError:
+            families[c.id] = ""  # check_reference names the line
+        if c.family and c.family != families[c.id]:
+            raise LiftError(
+                f"case {c.id}: stored family {c.family} is not the family of its reference "
+                f"source ({families[c.id]}); the case was edited after it was built: rebuild it"
+            )
+    return families
+
+
+def _case_info(c: Any, fed: set[str], fed_families: set[str], family: str) -> CaseInfo:
+    from upskills.cases.model import Choice
+
+    choices = list(c.choices)
+    if c.rung == "fill" and not choices and c.known_good:  # cases built before fill kept it
+        removed = c.known_good[len(c.kernel_prefix) :].split("\n", 1)[0]
+        choices = [Choice(line=removed, correct=True)]
+    train = c.split == "train" or c.task_hash in fed or family in fed_families
+    return CaseInfo(
+        id=c.id,
+        task=c.task,
+        task_hash=c.task_hash,
+        split="train" if train else c.split,
+        tags=list(c.tags),
+        prompt=c.prompt,
+        variants=list(c.variants) or None,
+        task_def=case_task(c),
+        rung=c.rung,
+        family=family,
+        choices=choices,
+        kernel_prefix=c.kernel_prefix,
+        kernel_suffix=c.kernel_suffix,
+    )
+
+
 def prepare(
     config: LiftConfig,
 ) -> tuple[RunManifest, list[Student], dict[str, Provider], list[SkillPack]]:
@@ -182,6 +245,10 @@ def prepare(
     Raises:
         LiftError: any invalid input, naming what and where.
     """
+    from upskills.cases.family import pack_families
+
+    _check_arms(config)
+    trace_files = _collect_traces(config.traces)
     try:
         students = [load_student(s) for s in config.students]
         if config.student_device:
@@ -200,15 +267,21 @@ def prepare(
     if len(set(names)) != len(names):
         raise LiftError(f"duplicate student names: {names}")
     packs = _load_packs(config.skills)
+    others = _load_packs(config.off_topic)
     needs_skill = {"inline", "on_demand", "placebo", "excerpt"} & set(config.arms)
     if needs_skill and not packs:
         raise LiftError(f"arms {sorted(needs_skill)} need at least one skill (--skills)")
-    cases = _load_cases(config.cases)
+    cases = [c for c in _load_cases(config.cases) if c.rung in config.rungs]
+    if not cases:
+        raise LiftError(f"no cases of rungs {config.rungs} in {', '.join(config.cases)}")
     fed = _fed_hashes(packs)
-    from upskills.distill.family import family_hash  # recomputed from source, never trusted
-
-    fed_case = {c.id for c in cases if c.task_hash in fed or family_hash(c.task_source) in fed}
-    refused = [c.id for c in cases if c.split == "train" or c.id in fed_case]
+    fed_families = pack_families(packs)
+    families = _case_families(cases)
+    refused = [
+        c.id
+        for c in cases
+        if c.split == "train" or c.task_hash in fed or families[c.id] in fed_families
+    ]
     if refused and not config.allow_train:
         raise LiftError(
             f"{len(refused)} case(s) come from tasks that fed the skills (train split): "
@@ -227,23 +300,22 @@ def prepare(
     if config.max_cases:
         cases = cases[: config.max_cases]
     providers = {s.name: load_provider(s) for s in students}
+    if any(c.rung == "choose" for c in cases):
+        for s in students:
+            if not can_score(providers[s.name]):
+                raise LiftError(
+                    f"student {s.name} ({s.provider}): its provider cannot return prompt "
+                    "log-probabilities, which choose cases need; use a local (transformers) "
+                    "student or drop the choose cases"
+                )
     count, counter_name = _token_counter(students, providers)
-    arms = build_arms(
-        packs, config.arms, count, _collect_traces(config.traces), compact=config.compact
-    )
-    infos = [
-        CaseInfo(
-            id=c.id,
-            task=c.task,
-            task_hash=c.task_hash,
-            split="train" if (c.split == "train" or c.id in fed_case) else c.split,
-            tags=list(c.tags),
-            prompt=c.prompt,
-            variants=list(c.variants) or None,
-            task_def=case_task(c),
+    try:
+        arms = build_arms(
+            packs, config.arms, count, trace_files, compact=config.compact, off_topic=others
         )
-        for c in cases
-    ]
+    except ValueError as exc:
+        raise LiftError(str(exc)) from None
+    infos = [_case_info(c, fed, fed_families, families[c.id]) for c in cases]
     manifest = RunManifest(
         config=config,
         arms=arms,
@@ -272,17 +344,19 @@ def _write_manifest(run_dir: Path, manifest: RunManifest) -> RunManifest:
     return manifest
 
 
-def run_lift(config: LiftConfig) -> Path:
+def run_lift(config: LiftConfig, command: str | None = None) -> Path:
     """Run (or resume) a lift experiment: prepare, generate, evaluate.
 
     Args:
         config: the experiment.
+        command: the command line, written to ``command.txt`` once every input validated.
 
     Returns:
         The run folder.
 
     Raises:
         LiftError: invalid inputs (nothing is generated then).
+        InfrastructureError: samples still end in infrastructure errors after this run.
     """
     from tqdm import tqdm
 
@@ -291,6 +365,8 @@ def run_lift(config: LiftConfig) -> Path:
     manifest, students, providers, packs = prepare(config)
     run_dir = Path(config.out)
     manifest = _write_manifest(run_dir, manifest)
+    if command is not None:
+        (run_dir / "command.txt").write_text(command + "\n", "utf-8")
     from upskills.skills.attach import read_skill_tool
 
     tools: dict[str, Any] = {
@@ -300,7 +376,9 @@ def run_lift(config: LiftConfig) -> Path:
     }
     checker = CaseChecker(config, resolve_device(config.device)) if config.mode == "agent" else None
     path = generations_path(run_dir)
-    total = len(students) * len(manifest.arms) * len(manifest.cases) * config.samples
+    total = (
+        len(students) * len(manifest.arms) * sum(c.samples(config.samples) for c in manifest.cases)
+    )
     from upskills.lift.store import GenerationRecord, read_records
 
     have = len(read_records(path, GenerationRecord))
@@ -317,4 +395,14 @@ def run_lift(config: LiftConfig) -> Path:
     if config.evaluate:
         evaluate_run(run_dir, config.device, progress=config.progress)
     (run_dir / "command.json").write_text(json.dumps(config.model_dump(), indent=1), "utf-8")
+    failed = [r.key for r in read_records(path, GenerationRecord) if r.error is not None]
+    if failed:
+        raise InfrastructureError(
+            f"{len(failed)} sample(s) ended in infrastructure errors (first: {failed[0]}); they "
+            "are excluded from pass rates; rerun the same command to retry them"
+        )
     return run_dir
+
+
+class InfrastructureError(RuntimeError):
+    """Samples failed for reasons that are not the student's (HTTP, timeout, outage)."""

@@ -78,7 +78,14 @@ class GenerationRecord(BaseModel):
     stop_reason: str | None = None
     """Why the last call stopped."""
     error: str | None = None
-    """Provider error that ended this sample (recorded, not raised)."""
+    """Infrastructure error (HTTP, timeout, outage) that ended this sample: not the student's;
+    excluded from pass rates and retried on resume."""
+    rung: str = "write"
+    """Ladder rung of the case."""
+    choice: int | None = None
+    """``choose``: index of the candidate line with the highest score."""
+    scores: list[float] = Field(default_factory=list)
+    """``choose``: summed log-probability (nats) of each candidate line."""
 
 
 class EvaluationRecord(BaseModel):

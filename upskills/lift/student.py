@@ -78,7 +78,13 @@ class Student(BaseModel):
     """File the config was read from (not serialized)."""
 
     def provider_spec(self) -> str:
-        """The ``get_provider`` spec string, ``provider/model``."""
+        """The ``get_provider`` spec string: ``provider/model``, or ``transformers/<weights>``.
+
+        A local student's ``weights`` (checked to exist when the YAML loads) are what gets
+        loaded; ``model`` then only names it.
+        """
+        if self.provider == "transformers" and self.weights:
+            return f"transformers/{self.weights}"
         return f"{self.provider}/{self.model}"
 
     def provider_options(self) -> dict[str, Any]:

@@ -312,6 +312,35 @@ class TransformersProvider:
                 results.append(samples * n if greedy else samples)
         return results
 
+    def score_batch(
+        self, requests: Sequence[tuple[Sequence[Message], str, Sequence[str]]]
+    ) -> list[list[float]]:
+        """Summed log-probability of each continuation after a conversation and an answer prefix.
+
+        The assistant turn starts with ``prefix`` (the rendered prompt with the generation
+        prompt, then ``prefix``), and each continuation is scored after it. On CUDA every
+        (request, continuation) pair is a row of a padded batch; on the CPU each request's
+        context runs once and its KV cache is reused for its continuations.
+
+        Args:
+            requests: (conversation, answer prefix, continuations) triples.
+
+        Returns:
+            ``result[i][j]``: the score of continuation ``j`` of request ``i`` (nats).
+        """
+        from upskills.llm.scoring import ScoreItem, score_cached, score_padded
+
+        tokenizer, model = self._loaded.tokenizer, self._loaded.model
+        items = []
+        for messages, prefix, continuations in requests:
+            context = tokenizer.encode(self.render(messages) + prefix, add_special_tokens=False)
+            conts = [tokenizer.encode(c, add_special_tokens=False) for c in continuations]
+            items.append(ScoreItem(context=context, continuations=conts))
+        if self.device.startswith("cuda"):
+            pad = tokenizer.pad_token_id or 0
+            return score_padded(model, items, self.device, self.batch_size, pad)
+        return [score_cached(model, item, self.device) for item in items]
+
     def _generation_config(self, params: GenParams) -> Any:
         config = self._loaded.model.generation_config.__class__.from_dict(
             self._loaded.model.generation_config.to_dict()

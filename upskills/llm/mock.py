@@ -3,8 +3,10 @@
 ``MockProvider(script=[...])`` plays back its items in order: a ``ModelResponse``, a str
 (plain text), or a callable ``(messages, tools) -> ModelResponse | str``.
 ``MockProvider(fn=...)`` answers every request with ``fn(messages, tools)``.
-``get_provider("mock/FILE.json")`` plays back a JSON file: a list (or ``{"responses": [...]}``)
-whose items are strings or ``ModelResponse`` objects.
+``MockProvider(..., scorer=...)`` also answers ``score_batch`` (choose cases) with
+``scorer(messages, prefix, continuations) -> scores``; without a scorer it cannot score, like an
+API provider. ``get_provider("mock/FILE.json")`` plays back a JSON file: a list (or
+``{"responses": [...]}``) whose items are strings or ``ModelResponse`` objects.
 """
 
 from __future__ import annotations
@@ -22,6 +24,8 @@ Reply = ModelResponse | str
 """What a script item or function may produce."""
 ScriptItem = ModelResponse | str | Callable[[Sequence[Message], Sequence[ToolSpec]], Reply]
 """One scripted answer."""
+Scorer = Callable[[Sequence[Message], str, Sequence[str]], Sequence[float]]
+"""(conversation, answer prefix, continuations) -> a score (nats) per continuation."""
 
 
 class MockProvider:
@@ -35,6 +39,7 @@ class MockProvider:
         *,
         fn: Callable[[Sequence[Message], Sequence[ToolSpec]], Reply] | None = None,
         model: str = "mock",
+        scorer: Scorer | None = None,
     ) -> None:
         """Create a mock.
 
@@ -42,6 +47,7 @@ class MockProvider:
             script: answers, played back one per request.
             fn: a function answering every request (instead of a script).
             model: model name to report.
+            scorer: log-likelihood function for ``score_batch`` (none: the mock cannot score).
 
         Raises:
             ProviderError: neither or both of ``script`` and ``fn`` given.
@@ -53,8 +59,26 @@ class MockProvider:
         self.model = model
         self.script = list(script or [])
         self.fn = fn
+        self.scorer = scorer
         self.calls: list[tuple[list[Message], list[ToolSpec], GenParams]] = []
         """Every request received: (messages, tools, params)."""
+
+    @property
+    def scores_log_likelihood(self) -> bool:
+        """Whether ``score_batch`` works (a scorer was given)."""
+        return self.scorer is not None
+
+    def score_batch(
+        self, requests: Sequence[tuple[Sequence[Message], str, Sequence[str]]]
+    ) -> list[list[float]]:
+        """The scorer's scores of each request's continuations.
+
+        Raises:
+            ProviderError: the mock was made without a scorer.
+        """
+        if self.scorer is None:
+            raise ProviderError("mock: made without scorer=, so it cannot score", provider="mock")
+        return [[float(v) for v in self.scorer(m, p, c)] for m, p, c in requests]
 
     def __repr__(self) -> str:
         return f"MockProvider(model={self.model!r}, calls={len(self.calls)})"

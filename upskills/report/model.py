@@ -14,10 +14,10 @@ class Interval(BaseModel):
 
     mean: float
     """Mean per-case difference (arm minus reference), as a fraction (0.1 = 10 points)."""
-    ci_low: float
-    """Lower end of the 95% CI."""
-    ci_high: float
-    """Upper end of the 95% CI."""
+    ci_low: float | None
+    """Lower end of the 95% CI (None: one task, no interval can be claimed)."""
+    ci_high: float | None
+    """Upper end of the 95% CI (None: one task, no interval can be claimed)."""
     p_value: float
     """Two-sided sign-flip permutation p-value."""
     n_cases: int
@@ -28,6 +28,12 @@ class Interval(BaseModel):
     """Cases where the arm scored higher."""
     worse: int
     """Cases where the arm scored lower (how many cases got worse)."""
+    method: str = "bootstrap"
+    """Interval method: ``newcombe`` (paired Wilson), ``t`` (t over task clusters), ``t-few``
+    (fewer than 10 tasks: leans on normality, flagged), ``bootstrap``/``bootstrap-few`` (no
+    spread) or ``none`` (one task: no interval)."""
+    p_holm: float | None = None
+    """p-value Holm-adjusted across every lift row of the report."""
 
 
 class ArmStats(BaseModel):
@@ -71,6 +77,17 @@ class ArmStats(BaseModel):
     """On-demand arms: fraction of samples that called read_skill."""
     reads: dict[str, int] = Field(default_factory=dict)
     """On-demand arms: path read -> times."""
+    rung: str = "all"
+    """Ladder rung the row covers (``all``, ``choose``, ``fill``, ``repair``, ``write``)."""
+    chance: float | None = None
+    """Pass rate of a uniform guess (choose: mean correct/k over cases); None elsewhere."""
+    margin_nats: float | None = None
+    """Choose cases: mean over cases of the best correct line's log-likelihood minus the best
+    wrong line's (nats; > 0 when the student ranks a correct line first); None elsewhere."""
+    pass_ci: tuple[float, float] | None = None
+    """Wilson 95% interval of pass@1 over cases (one sample per case only)."""
+    infra_errors: int = 0
+    """Samples ended by infrastructure errors (excluded from the pass rates)."""
 
 
 class LiftRow(BaseModel):
@@ -84,8 +101,8 @@ class LiftRow(BaseModel):
     """Arm measured."""
     reference: str
     """Arm compared against (``baseline``, ``placebo...``, ``excerpt...``, or ``RUN:arm``)."""
-    metric: Literal["pass_1", "fast_1"]
-    """Per-case metric differenced."""
+    metric: Literal["pass_1", "fast_1", "margin_nats"]
+    """Per-case metric differenced (``margin_nats``: choose cases' log-likelihood margin)."""
     subset: str
     """``all``, ``split:<name>`` or ``tag:<name>``."""
     lift: Interval
@@ -125,3 +142,5 @@ class Report(BaseModel):
     """Other run compared against, when given."""
     notes: list[str] = Field(default_factory=list)
     """Caveats (pending evaluations, CPU has no timings, ...)."""
+    generation_device: str | None = None
+    """Where local students generated and scored (``cpu``, ``cuda``); None for endpoints."""

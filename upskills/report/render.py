@@ -19,7 +19,19 @@ def _pct(x: float | None) -> str:
 
 def _lift_text(row: LiftRow) -> str:
     iv = row.lift
+    if row.metric == "margin_nats":
+        if iv.ci_low is None or iv.ci_high is None:
+            return f"{iv.mean:+.2f} nats [no interval: one task]"
+        return f"{iv.mean:+.2f} nats [{iv.ci_low:+.2f}, {iv.ci_high:+.2f}]"
+    if iv.ci_low is None or iv.ci_high is None:
+        return f"{100 * iv.mean:+.1f} pp [no interval: one task]"
     return f"{100 * iv.mean:+.1f} pp [{100 * iv.ci_low:+.1f}, {100 * iv.ci_high:+.1f}]"
+
+
+def _rate_ci(a: ArmStats) -> str:
+    if a.pass_ci is None:
+        return ""
+    return f" [{100 * a.pass_ci[0]:.0f}, {100 * a.pass_ci[1]:.0f}]"
 
 
 def _speed(x: float | None) -> str:
@@ -29,31 +41,47 @@ def _speed(x: float | None) -> str:
 def arm_table(report: Report) -> list[list[str]]:
     """Rows of the per student x arm table (header first)."""
     ks = sorted({k for a in report.arms for k in a.pass_at_k}, key=int)
-    header = ["student", "arm", "split", "cases", "samples"]
-    header += [f"pass@{k}" for k in ks] + ["fast_1", "speedup (geo)", "lift vs baseline", "p"]
+    header = ["student", "rung", "arm", "split", "cases", "samples"]
+    margins = any(a.margin_nats is not None for a in report.arms)
+    header += [f"pass@{k}" for k in ks] + ["chance"] + (["margin (nats)"] if margins else [])
+    header += ["fast_1", "speedup (geo)", "lift vs baseline", "p (Holm)"]
     rows = [header]
     base = {
-        (r.student, r.arm): r
+        (r.student, r.arm, "all" if r.subset == "all" else r.subset.removeprefix("tag:rung:")): r
         for r in report.lifts
-        if r.reference == "baseline" and r.subset == "all" and r.metric == "pass_1"
+        if r.reference == "baseline"
+        and (r.subset == "all" or r.subset.startswith("tag:rung:"))
+        and r.metric == "pass_1"
     }
-    for a in report.arms:
-        row = base.get((a.student, a.arm))
+    for a in sorted(report.arms, key=lambda a: (a.student, a.rung != "all", a.rung)):
+        row = base.get((a.student, a.arm, a.rung))
         rows.append(
             [
                 a.student,
+                a.rung,
                 a.arm,
                 a.split,
                 str(a.cases),
                 f"{a.evaluated}/{a.samples}",
-                *[_pct(a.pass_at_k.get(k)) for k in ks],
+                *[_pct(a.pass_at_k.get(k)) + (_rate_ci(a) if k == "1" else "") for k in ks],
+                _pct(a.chance) if a.chance is not None else "—",
+                *([_nats(a.margin_nats)] if margins else []),
                 _pct(a.fast_1),
                 _speed(a.speedup_geomean),
                 _lift_text(row) if row else "—",
-                f"{row.lift.p_value:.3f}" if row else "—",
+                _p_text(row) if row else "—",
             ]
         )
     return rows
+
+
+def _nats(x: float | None) -> str:
+    return "—" if x is None else f"{x:+.2f}"
+
+
+def _p_text(row: LiftRow) -> str:
+    holm = row.lift.p_holm
+    return f"{row.lift.p_value:.3f}" + (f" ({holm:.3f})" if holm is not None else "")
 
 
 def _md_table(rows: list[list[str]]) -> str:
@@ -71,7 +99,8 @@ def _lift_rows(lifts: list[LiftRow]) -> list[list[str]]:
             "metric",
             "subset",
             "lift [95% CI]",
-            "p",
+            "interval",
+            "p (Holm)",
             "cases (tasks)",
             "better/worse",
             "repairs/regressions",
@@ -86,7 +115,8 @@ def _lift_rows(lifts: list[LiftRow]) -> list[list[str]]:
                 r.metric,
                 r.subset,
                 _lift_text(r),
-                f"{r.lift.p_value:.3f}",
+                r.lift.method,
+                _p_text(r),
                 f"{r.lift.n_cases} ({r.lift.n_clusters})",
                 f"{r.lift.better}/{r.lift.worse}",
                 f"{r.repairs}/{r.regressions}",
@@ -120,7 +150,8 @@ def render_markdown(report: Report) -> str:
     parts = [
         f"# Lift report: {report.run}",
         "",
-        f"- Evaluation: `{report.evaluation}` on {where}",
+        f"- Evaluation: `{report.evaluation}` on {where}; students generated and scored on "
+        f"{report.generation_device or 'their endpoints'}",
         f"- Cases by split: {split_text}; {report.samples_per_case} samples per "
         "student x arm x case; all figures below are per split as labelled.",
         f"- Command: `{report.command}`",
@@ -130,9 +161,12 @@ def render_markdown(report: Report) -> str:
         parts += ["## Notes", ""] + [f"- {n}" for n in report.notes] + [""]
     parts += ["## Students x arms", "", _md_table(arm_table(report)), ""]
     parts += [
-        "Lifts are paired per-case differences in percentage points with 95% bootstrap "
-        "intervals clustered by task (10,000 resamples) and a two-sided sign-flip "
-        "permutation test; a case counts as solved when any sample is correct.",
+        "Lifts are paired per-case differences in percentage points with 95% intervals: "
+        "Newcombe's paired Wilson interval when each task has one case with a 0/1 outcome, "
+        "else a t interval over task clusters (flagged `t-few` under "
+        "10 tasks); no interval for one task. p: two-sided sign-flip permutation test, "
+        "Holm-adjusted across all rows in parentheses. `chance` is a uniform guess "
+        "(choose: correct candidates / k). pass@1 brackets: Wilson 95% interval over cases.",
         "",
     ]
     main = [r for r in report.lifts if r.subset == "all"]
@@ -165,14 +199,21 @@ def plot_lifts(report: Report, path: Path) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    rows = [r for r in report.lifts if r.reference == "baseline" and r.subset == "all"]
+    rows = [
+        r
+        for r in report.lifts
+        if r.reference == "baseline"
+        and r.subset == "all"
+        and r.metric != "margin_nats"  # nats, not points: another axis
+        and r.lift.ci_low is not None
+    ]  # a row without an interval (one task) is not plotted: a bare point would overclaim
     fig, ax = plt.subplots(figsize=(7, 0.5 * max(len(rows), 2) + 1.2))
     if rows:
         y = list(range(len(rows)))
         means = [100 * r.lift.mean for r in rows]
         err = [
-            [100 * (r.lift.mean - r.lift.ci_low) for r in rows],
-            [100 * (r.lift.ci_high - r.lift.mean) for r in rows],
+            [100 * (r.lift.mean - (r.lift.ci_low or 0.0)) for r in rows],
+            [100 * ((r.lift.ci_high or 0.0) - r.lift.mean) for r in rows],
         ]
         ax.errorbar(means, y, xerr=err, fmt="o", capsize=4)
         ax.set_yticks(y, [f"{r.student} / {r.arm} ({r.metric})" for r in rows])

@@ -12,8 +12,8 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from upskills.lift.config import RunManifest, load_manifest
-from upskills.lift.stats import flips, geomean, paired_lift, pass_at_k
+from upskills.lift.config import CaseInfo, RunManifest, load_manifest
+from upskills.lift.stats import flips, geomean, holm, paired_lift, pass_at_k, wilson_interval
 from upskills.lift.store import (
     GENERATIONS,
     EvaluationRecord,
@@ -32,6 +32,13 @@ class CaseScore:
     correct: int = 0
     fast: int = 0
     timed: int = 0
+    margins: list[float] = field(default_factory=list[float])
+    """Choose cases: the log-likelihood margin of each scored sample (nats)."""
+
+    @property
+    def margin(self) -> float | None:
+        """Mean margin (None: not a scored choose case)."""
+        return sum(self.margins) / len(self.margins) if self.margins else None
 
     @property
     def pass_rate(self) -> float:
@@ -81,7 +88,11 @@ def load_run(run_dir: Path, device: str | None = None) -> RunData:
         path.name.split(".")[1] if path else None,
     )
     samples = manifest.config.samples
+    need = {c.id: c.samples(samples) for c in manifest.cases}
+    by_id = {c.id: c for c in manifest.cases}
     for g in gens:
+        if g.error is not None:
+            continue  # an infrastructure error is not the student's: never scored
         e = evals.get(g.key)
         if e is None:
             continue
@@ -91,19 +102,38 @@ def load_run(run_dir: Path, device: str | None = None) -> RunData:
         if e.speedup_eager is not None:
             s.timed += 1
             s.fast += int(e.passed and e.speedup_eager > 1.0)
-    data.scores = {k: v for k, v in data.scores.items() if v.n == samples}
+        margin = choice_margin(by_id[g.case], g.scores) if g.case in by_id else None
+        if margin is not None:
+            s.margins.append(margin)
+    data.scores = {k: v for k, v in data.scores.items() if v.n == need.get(k[2], samples)}
     return data
 
 
-def _arm_stats(data: RunData, student: str, arm: str, timed: bool) -> ArmStats:
-    """One arm's statistics; ``timed`` says whether the run's evaluation measured timings."""
+def choice_margin(case: CaseInfo, scores: list[float] | None) -> float | None:
+    """Best correct line's log-likelihood minus the best wrong line's (nats), or None.
+
+    None unless ``case`` is a choose case scored on every line with both kinds present.
+    """
+    if case.rung != "choose" or not scores or len(scores) != len(case.choices):
+        return None
+    right = [v for v, c in zip(scores, case.choices, strict=True) if c.correct]
+    wrong = [v for v, c in zip(scores, case.choices, strict=True) if not c.correct]
+    return max(right) - max(wrong) if right and wrong else None
+
+
+def _arm_stats(data: RunData, student: str, arm: str, timed: bool, rung: str = "all") -> ArmStats:
+    """One arm's statistics on one rung (or all); ``timed``: the evaluation measured timings."""
     m = data.manifest
     spec = next(a for a in m.arms if a.name == arm)
-    gens = [g for g in data.generations if g.student == student and g.arm == arm]
+    ids = {c.id for c in m.cases if rung in ("all", c.rung)}
+    everything = [g for g in data.generations if g.student == student and g.arm == arm]
+    everything = [g for g in everything if g.case in ids]
+    infra = sum(1 for g in everything if g.error is not None)
+    gens = [g for g in everything if g.error is None]
     evs = [data.evaluations[g.key] for g in gens if g.key in data.evaluations]
-    cases = [c for c in m.cases if (student, arm, c.id) in data.scores]
+    cases = [c for c in m.cases if c.id in ids and (student, arm, c.id) in data.scores]
     scores = [data.scores[(student, arm, c.id)] for c in cases]
-    n = m.config.samples
+    n = min((c.samples(m.config.samples) for c in cases), default=m.config.samples)
     ks = sorted({1, min(3, n), n})
     pak = {
         str(k): (sum(pass_at_k(s.n, s.correct, k) for s in scores) / len(scores) if scores else 0.0)
@@ -133,7 +163,27 @@ def _arm_stats(data: RunData, student: str, arm: str, timed: bool) -> ArmStats:
         block_tokens=spec.block_tokens,
         activation_rate=(sum(1 for g in gens if g.skill_reads) / count) if spec.uses_tool else None,
         reads=dict(sorted(reads.items())),
+        rung=rung,
+        chance=_chance(cases),
+        margin_nats=_mean([s.margin for s in scores if s.margin is not None]),
+        pass_ci=(
+            wilson_interval(sum(s.correct for s in scores), len(scores))
+            if scores and all(s.n == 1 for s in scores)
+            else None
+        ),
+        infra_errors=infra,
     )
+
+
+def _mean(values: list[float]) -> float | None:
+    return sum(values) / len(values) if values else None
+
+
+def _chance(cases: list) -> float | None:  # noqa: ANN001 - CaseInfo list
+    values = [c.chance for c in cases if c.chance is not None]
+    if not values or len(values) != len(cases):
+        return None
+    return sum(values) / len(values)
 
 
 def _lift(
@@ -146,13 +196,21 @@ def _lift(
     if not common:
         return None
 
+    if metric == "margin_nats":  # only cases scored in both arms
+        common = [c for c in common if a[c].margin is not None and b[c].margin is not None]
+        if not common:
+            return None
+
     def value(s: CaseScore) -> float:
+        if metric == "margin_nats":
+            return s.margin or 0.0
         return s.pass_rate if metric == "pass_1" else s.fast_rate
 
     lift = paired_lift(
         [value(a[c]) for c in common],
         [value(b[c]) for c in common],
         [task_of[c] for c in common],
+        rates=metric != "margin_nats",
     )
     repairs, regressions = flips(
         [value(a[c]) > 0 for c in common], [value(b[c]) > 0 for c in common]
@@ -169,7 +227,17 @@ def _references(manifest: RunManifest, arm: str) -> list[str]:
         for other in manifest.arms:
             if other.kind in ("placebo", "excerpt") and other.skill == spec.skill:
                 refs.append(other.name)
+            elif other.kind == "off_topic":
+                refs.append(other.name)
     return refs
+
+
+def _metrics(manifest: RunManifest, timed: bool) -> list[str]:
+    """Per-case metrics lifts are computed on: pass_1, fast_1 when timed, margins of choices."""
+    metrics = ["pass_1", "fast_1"] if timed else ["pass_1"]
+    if any(c.rung == "choose" for c in manifest.cases):
+        metrics.append("margin_nats")
+    return metrics
 
 
 def compute_report(
@@ -192,7 +260,7 @@ def compute_report(
     students = [s["name"] for s in m.students]
     # a GPU evaluation measures timings whenever a kernel passes; none passing means fast_1 = 0
     timed = data.device == "cuda" or any(s.timed for s in data.scores.values())
-    metrics = ["pass_1", "fast_1"] if timed else ["pass_1"]
+    metrics = _metrics(m, timed)
     arms: list[ArmStats] = []
     lifts: list[LiftRow] = []
     per: dict[tuple[str, str], dict[str, CaseScore]] = defaultdict(dict)
@@ -205,7 +273,7 @@ def compute_report(
         subsets.append((f"tag:{tag}", {c.id for c in m.cases if tag in c.tags}))
     for student in students:
         for spec in m.arms:
-            arms.append(_arm_stats(data, student, spec.name, timed))
+            arms += _arm_rows(data, student, spec.name, timed)
             for ref in _references(m, spec.name):
                 for metric in metrics:
                     for subset, ids in subsets if ref == "baseline" else subsets[:1]:
@@ -250,7 +318,8 @@ def compute_report(
                         regressions=reg,
                     )
                 )
-    notes = _notes(data, timed)
+    notes = _notes(data, timed) + _floor_notes(arms) + _adjust(lifts)
+    gen_device = _generation_device(m)
     gpu = next((e.gpu for e in data.evaluations.values() if e.gpu), None)
     return Report(
         run=Path(run_dir).name,
@@ -264,13 +333,70 @@ def compute_report(
         lifts=lifts,
         baseline_run=str(baseline) if baseline else None,
         notes=notes,
+        generation_device=gen_device,
     )
+
+
+_RUNG_ORDER = ["choose", "fill", "repair", "write"]
+
+
+def _arm_rows(data: RunData, student: str, arm: str, timed: bool) -> list[ArmStats]:
+    """An arm's row over all cases, then one per ladder rung (when the run has rungs)."""
+    rungs = sorted({c.rung for c in data.manifest.cases}, key=_RUNG_ORDER.index)
+    rows = [_arm_stats(data, student, arm, timed)]
+    if rungs != ["write"]:
+        rows += [_arm_stats(data, student, arm, timed, r) for r in rungs]
+    return rows
+
+
+def _adjust(lifts: list[LiftRow]) -> list[str]:
+    """Holm-adjust every row's p-value in place; the notes that go with it."""
+    adjusted = holm([row.lift.p_value for row in lifts])
+    for row, p in zip(lifts, adjusted, strict=True):
+        row.lift.p_holm = p
+    notes = []
+    if any(row.lift.method in ("bootstrap-few", "t-few") for row in lifts):
+        notes.append(
+            "some lifts rest on fewer than 10 tasks with non-binary scores: their intervals "
+            "lean on normality (method 't-few'/'bootstrap-few'); read them as rough"
+        )
+    if lifts:
+        notes.append(
+            f"p-values are Holm-adjusted across the {len(lifts)} lift rows (p_holm); "
+            "unadjusted p-values answer one pre-chosen comparison only"
+        )
+    return notes
+
+
+def _generation_device(manifest: RunManifest) -> str | None:
+    devices = sorted(
+        {str(s.get("device")) for s in manifest.students if s.get("provider") == "transformers"}
+    )
+    return ",".join(devices) if devices else None
+
+
+def _floor_notes(arms: list[ArmStats]) -> list[str]:
+    notes = []
+    for rung in sorted({a.rung for a in arms}):
+        rows = [a for a in arms if a.rung == rung and a.cases]
+        rates = [a.pass_at_k.get("1", 0.0) for a in rows]
+        if rows and all(r == 0.0 for r in rates):
+            notes.append(f"rung {rung}: every arm at 0% (floor): no lift can show here")
+        elif rows and all(r == 1.0 for r in rates):
+            notes.append(f"rung {rung}: every arm at 100% (ceiling): no lift can show here")
+    infra = sum(a.infra_errors for a in arms if a.rung == "all")
+    if infra:
+        notes.append(
+            f"{infra} sample(s) ended in infrastructure errors (HTTP, timeout, outage): "
+            "excluded from pass rates; rerun the lift command to retry them"
+        )
+    return notes
 
 
 def _notes(data: RunData, timed: bool) -> list[str]:
     m = data.manifest
     notes: list[str] = []
-    expected = len(m.students) * len(m.arms) * len(m.cases) * m.config.samples
+    expected = len(m.students) * len(m.arms) * sum(c.samples(m.config.samples) for c in m.cases)
     if len(data.generations) < expected:
         notes.append(f"generation incomplete: {len(data.generations)} of {expected} samples")
     pending = sum(1 for g in data.generations if g.key not in data.evaluations)

@@ -1,9 +1,13 @@
 """A replay student for tests (a test double, never a result): known kernels by task and arm.
 
 It answers from the messages alone, so a resumed run gets exactly the answers an uninterrupted
-one got. The inline skill arm (its system prompt holds a ``<skill`` block) and the on-demand arm
+one got. An inline skill arm (its system prompt holds a ``<skill`` block that is not the
+placebo's, whose wrapper is the same) and the on-demand arm
 after it read the skill get the known-good kernel of the task; every other arm gets a broken
 kernel (a real Triton kernel with a wrong result). On-demand arms first call ``read_skill``.
+
+For choose cases it scores lines by a fixed rule, not by knowing the answer: with the skill
+inlined, a line that masks (``mask``) scores highest; otherwise the shortest line does.
 """
 
 from __future__ import annotations
@@ -13,6 +17,7 @@ import re
 import time
 from collections.abc import Sequence
 
+from upskills.lift.arms import PLACEBO_NAME
 from upskills.llm.base import Message, ModelResponse, ToolCallRequest, ToolSpec
 from upskills.llm.mock import MockProvider
 
@@ -74,6 +79,11 @@ BROKEN = {
 SKILL_NAME = "gpu-test-skill"
 
 
+def has_skill(system: str) -> bool:
+    """The system prompt inlines a real skill (a ``<skill`` block other than the placebo)."""
+    return re.search(rf'<skill name="(?!{PLACEBO_NAME}")', system) is not None
+
+
 def answer(messages: Sequence[Message], tools: Sequence[ToolSpec]) -> ModelResponse | str:
     """The replay policy (see module doc)."""
     delay = float(os.environ.get("UPSKILLS_TEST_REPLAY_DELAY", "0"))
@@ -86,13 +96,19 @@ def answer(messages: Sequence[Message], tools: Sequence[ToolSpec]) -> ModelRespo
     if tools and not read:
         call = ToolCallRequest(id="call-1", name="read_skill", arguments={"name": SKILL_NAME})
         return ModelResponse(tool_calls=[call], stop_reason="tool_use")
-    good = "<skill " in system or read
+    good = has_skill(system) or read
     if task not in GOOD:
         return "I do not know this task."
     kernel = GOOD[task] if good else BROKEN[task]
     return f"Here is my kernel.\n\n```python\n{kernel}```\n"
 
 
+def score(messages: Sequence[Message], prefix: str, lines: Sequence[str]) -> list[float]:
+    """The replay's log-likelihoods of candidate lines (see module doc)."""
+    skill = has_skill(messages[0].content)
+    return [(10.0 if skill and "mask" in line else 0.0) - 0.01 * len(line) for line in lines]
+
+
 def provider(model: str, **options: object) -> MockProvider:
     """Factory registered as provider ``replay``."""
-    return MockProvider(fn=answer, model=f"replay-{model}")
+    return MockProvider(fn=answer, model=f"replay-{model}", scorer=score)

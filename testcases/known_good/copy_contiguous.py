@@ -1,0 +1,30 @@
+"""Copy of the flattened tensor, one masked block per program."""
+
+import torch
+import torch.nn as nn
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def _kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    pid = tl.program_id(0)
+    offs = pid * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    y = tl.load(x_ptr + offs, mask=mask, other=0.0)
+    tl.store(out_ptr + offs, y, mask=mask)
+
+
+class ModelNew(nn.Module):
+    def __init__(self):
+        super().__init__()
+
+
+    def forward(self, x):
+        x = x.contiguous()
+        out = torch.empty_like(x)
+        n = x.numel()
+        BLOCK = 1024
+        grid = (triton.cdiv(n, BLOCK),)
+        _kernel[grid](x, out, n, BLOCK=BLOCK)
+        return out
