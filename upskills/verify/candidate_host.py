@@ -42,7 +42,13 @@ from upskills.verify.protocol import (
     Trial,
     TrialDone,
 )
-from upskills.verify.transport import dtype_name, import_args, open_handle, release_opened
+from upskills.verify.transport import (
+    clone_tree,
+    dtype_name,
+    import_args,
+    open_handle,
+    release_opened,
+)
 from upskills.verify.verdict import ErrorClass, VerdictStage
 from upskills.verify.worker import (
     StageFailure,
@@ -349,7 +355,7 @@ class CandidateHost:
         from upskills.verify.timing import time_cuda
 
         sets = [import_args(s) for s in req.input_sets]
-        work = [_clone(v) for v in sets[0]]
+        work = [clone_tree(v) for v in sets[0]]
         order = req.order
 
         def load(call: int) -> int:
@@ -431,17 +437,6 @@ def _summarize_ops(log: OpLog) -> list[OpSeen]:
             entry.numel = max(entry.numel, op.numel)
             entry.total_numel += op.numel
     return list(seen.values())
-
-
-def _clone(value: Any) -> Any:
-    import torch
-
-    if isinstance(value, torch.Tensor):
-        return value.clone()
-    if isinstance(value, list | tuple):
-        seq = cast("list[Any] | tuple[Any, ...]", value)
-        return type(seq)(_clone(v) for v in seq)
-    return value
 
 
 def _copy_into(dst: list[Any], src: list[Any]) -> None:

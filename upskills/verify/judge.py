@@ -58,7 +58,7 @@ from upskills.verify.protocol import (
 )
 from upskills.verify.shapes import PlannedVariant, ShapeError, draw_random, shrink_for_cpu
 from upskills.verify.timing import summarize
-from upskills.verify.transport import SharedArena, buffer_like, export_args
+from upskills.verify.transport import SharedArena, buffer_like, clone_tree, export_args
 from upskills.verify.verdict import ErrorClass, Timing, VariantResult, VerdictStage
 from upskills.verify.worker import StageFailure, environment
 
@@ -194,17 +194,6 @@ def _flatten(value: Any) -> tuple[str, list[Any]]:
     )
 
 
-def _clone(value: Any) -> Any:
-    import torch
-
-    if isinstance(value, torch.Tensor):
-        return value.clone()
-    if isinstance(value, list | tuple):
-        seq = cast("list[Any] | tuple[Any, ...]", value)
-        return type(seq)(_clone(v) for v in seq)
-    return value
-
-
 def _mutated(now: list[Any], pristine: list[Any]) -> str | None:
     import torch
 
@@ -322,7 +311,7 @@ class Judge:
         seed = trial_seed(self.job.seed, plan.name, -1)
         try:
             init_inputs = build_init_inputs(module, self.device, seed)
-            model = build_module(module.Model, _clone(init_inputs), self.device, seed)
+            model = build_module(module.Model, clone_tree(init_inputs), self.device, seed)
         except Exception as exc:  # noqa: BLE001 - a reference that cannot be built is the task's
             raise StageFailure(
                 ErrorClass.TASK,
@@ -366,7 +355,7 @@ class Judge:
         import torch
 
         log = OpLog()
-        copies = _clone(inputs)
+        copies = clone_tree(inputs)
         with torch.no_grad(), make_op_recorder(log, LaunchState()):
             try:
                 out = prepared.model(*copies)
@@ -390,7 +379,7 @@ class Judge:
         inputs = build_inputs(prepared.module, self.device, seed)
         if domain != "normal":
             apply_domain(inputs, domain, seed)
-        pristine = _clone(inputs)
+        pristine = clone_tree(inputs)
         ref_out, ref_work = self.reference(prepared, inputs)
         structure, ref_items = _flatten(ref_out)
         shared_inputs, wire = export_args(inputs, self.arena)
@@ -450,7 +439,7 @@ class Judge:
             result.passed = False
             result.error_class = cmp.error_class
             result.message = f"{where}: {cmp.message}"
-        prev[name] = (_clone(ref), _clone(out))
+        prev[name] = (clone_tree(ref), clone_tree(out))
         self.clock.add("compare", time.monotonic() - t2)
         return result
 

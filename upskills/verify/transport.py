@@ -221,6 +221,18 @@ def release_opened() -> None:
         _OPENED.clear()
 
 
+def clone_tree(value: Any) -> Any:
+    """A copy of tensors nested in lists and tuples (other values shared)."""
+    import torch
+
+    if isinstance(value, torch.Tensor):
+        return value.clone()
+    if isinstance(value, list | tuple):
+        seq = cast("list[Any] | tuple[Any, ...]", value)
+        return type(seq)(clone_tree(v) for v in seq)
+    return value
+
+
 def export_args(values: list[Any], arena: SharedArena) -> tuple[list[Any], list[Arg]]:
     """Shared copies of (nested) arguments and their wire form."""
     import torch
