@@ -30,7 +30,7 @@ class DemoOptions:
     """Teacher traces to distill."""
     cases: int = 2
     """Held-out ``write`` cases measured."""
-    choose: int = 3
+    choose: int = 10
     """Held-out ``choose`` cases measured (0: the write rung only)."""
     ladder: Path = Path("testcases/ladder-tiling")
     """Folder of ladder cases the ``choose`` cases come from."""

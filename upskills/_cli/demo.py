@@ -18,7 +18,7 @@ from upskills._cli.lift import command_line
 )
 @click.option("--cases", default=2, show_default=True, help="Held-out write cases measured.")
 @click.option(
-    "--choose", default=3, show_default=True, help="Held-out choose cases measured (0: none)."
+    "--choose", default=10, show_default=True, help="Held-out choose cases measured (0: none)."
 )
 @click.option(
     "--ladder",
