@@ -292,6 +292,36 @@ class ModelNew(nn.Module):
         "static:",
     ),
     (
+        "torch_in_a_helper_called_by_an_interpreted_kernel",
+        "add",
+        """
+import torch
+import torch.nn as nn
+import triton
+import triton.language as tl
+
+STASH = {}
+
+
+def helper():
+    STASH["out"] = torch.add(STASH["x"], STASH["y"])
+
+
+@triton.jit
+def cheat(x_ptr, n, BLOCK: tl.constexpr):
+    helper()
+
+
+class ModelNew(nn.Module):
+    def forward(self, x, y):
+        STASH.update(x=x, y=y)
+        cheat[(1,)](x, x.numel(), BLOCK=16)
+        return STASH["out"]
+""",
+        {"guard"},
+        "static:python_in_kernel",
+    ),
+    (
         "library_override",
         "add",
         add_attack(
@@ -391,6 +421,14 @@ class ModelNew(nn.Module):
 ]
 
 
+CPU_ONLY = {
+    "race_invisible_on_cpu",
+    "torch_inside_interpreted_kernel",
+    "torch_in_a_helper_called_by_an_interpreted_kernel",
+}
+"""Attacks on the interpreter itself (they cannot compile on a GPU)."""
+
+
 @pytest.fixture(scope="module")
 def tasks(add_task, row_sum_task):
     softmax = make_task(
@@ -481,11 +519,7 @@ def test_cpu_verdict_says_what_it_cannot_see(verifier, tasks):
         for c in CATALOGUE
         if c[0] not in {"race_invisible_on_cpu", "torch_inside_interpreted_kernel"}
     ],
-    ids=[
-        c[0]
-        for c in CATALOGUE
-        if c[0] not in {"race_invisible_on_cpu", "torch_inside_interpreted_kernel"}
-    ],
+    ids=[c[0] for c in CATALOGUE if c[0] not in CPU_ONLY],
 )
 def test_catalogue_gpu(tasks, name, task_key, source, classes, guard):
     with Verifier("cuda", CheckOptions(seeds=3, timeout_s=300, baselines=False)) as verifier:

@@ -196,6 +196,9 @@ class _GuardVisitor(ast.NodeVisitor):
         self.aliases: dict[str, str] = {}
         self.issues: list[StaticIssue] = []
         self.in_kernel = 0
+        self.kernel_locals: set[str] = set()
+        self.module_names: set[str] = set()
+        """Module-level names that are not @triton.jit functions (data, helpers, imports)."""
 
     def _flag(self, node: ast.AST, why: str, rule: str = "") -> None:
         line = getattr(node, "lineno", 0)
@@ -315,9 +318,49 @@ class _GuardVisitor(ast.NodeVisitor):
 
     def visit_FunctionDef(self, node: ast.FunctionDef) -> None:
         kernel = _is_kernel_def(node)
+        saved = self.kernel_locals
+        if kernel:
+            self.kernel_locals = _param_names(node) | {
+                n.id
+                for n in ast.walk(node)
+                if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)
+            }
         self.in_kernel += kernel
         self.generic_visit(node)
         self.in_kernel -= kernel
+        self.kernel_locals = saved
+
+    def _outside_kernel_call(self, node: ast.Call) -> str | None:
+        """In a kernel: the Python (not Triton) code a call reaches, or None.
+
+        A ``@triton.jit`` body compiles only calls of ``tl``/``triton`` functions and other
+        jit functions; any other call runs only under the interpreter, outside the launch's
+        recorded work (a helper doing the task with torch while the launch counts as a kernel).
+        """
+        func = node.func
+        root = func
+        while isinstance(root, ast.Attribute):
+            root = root.value
+        if not isinstance(root, ast.Name) or root.id in self.kernel_locals:
+            return None
+        if isinstance(func, ast.Name):
+            return func.id if func.id in self.module_names else None
+        full = self._resolve(func) or root.id
+        if full.split(".")[0] == "triton":
+            return None
+        return full if root.id in self.module_names or root.id in self.aliases else None
+
+    def visit_Subscript(self, node: ast.Subscript) -> None:
+        value = node.value
+        if self.in_kernel and isinstance(value, ast.Name):
+            if value.id in self.module_names and value.id not in self.kernel_locals:
+                self._flag(
+                    node,
+                    f"(b) {value.id}[...] inside a @triton.jit kernel is Python state, reachable "
+                    "only under the interpreter",
+                    "python_in_kernel",
+                )
+        self.generic_visit(node)
 
     def visit_BinOp(self, node: ast.BinOp) -> None:
         if isinstance(node.op, ast.MatMult) and not self.in_kernel:
@@ -347,6 +390,15 @@ class _GuardVisitor(ast.NodeVisitor):
         self.generic_visit(node)
 
     def visit_Call(self, node: ast.Call) -> None:
+        if self.in_kernel:
+            reached = self._outside_kernel_call(node)
+            if reached is not None:
+                self._flag(
+                    node,
+                    f"(b) {reached}() inside a @triton.jit kernel is Python, not Triton: it runs "
+                    "only under the interpreter, outside the kernel's work",
+                    "python_in_kernel",
+                )
         name = self._resolve(node.func)
         if name in {"setattr", "delattr"} and node.args:
             root = self._resolve(node.args[0])
@@ -374,6 +426,26 @@ class _GuardVisitor(ast.NodeVisitor):
         }:
             self._flag(node, "(b) forward hooks run code around forward", "module_hooks")
         self.generic_visit(node)
+
+
+def _module_level_names(tree: ast.Module) -> set[str]:
+    """Names bound at module level other than ``@triton.jit`` functions and Triton imports."""
+    names: set[str] = set()
+    for node in tree.body:
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            if not _is_kernel_def(node):
+                names.add(node.name)
+        elif isinstance(node, ast.Assign | ast.AugAssign | ast.AnnAssign):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            for target in targets:
+                names |= {n.id for n in ast.walk(target) if isinstance(n, ast.Name)}
+        elif isinstance(node, ast.Import | ast.ImportFrom):
+            module = getattr(node, "module", None) or ""
+            for alias in node.names:
+                full = f"{module}.{alias.name}" if module else alias.name
+                if full.split(".")[0] != "triton":
+                    names.add(alias.asname or alias.name.split(".")[0])
+    return names
 
 
 def _param_names(fn: ast.FunctionDef) -> set[str]:
@@ -456,6 +528,7 @@ def static_guards(tree: ast.Module, filename: str) -> list[StaticIssue]:
         isinstance(node, ast.ClassDef) and node.name == "Model" for node in tree.body
     )
     visitor = _GuardVisitor(filename, defines_model)
+    visitor.module_names = _module_level_names(tree)
     visitor.visit(tree)
     issues = list(visitor.issues)
     for node in tree.body:
