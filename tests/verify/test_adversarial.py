@@ -514,11 +514,7 @@ def test_cpu_verdict_says_what_it_cannot_see(verifier, tasks):
 @pytest.mark.gpu
 @pytest.mark.parametrize(
     "name,task_key,source,classes,guard",
-    [
-        c
-        for c in CATALOGUE
-        if c[0] not in {"race_invisible_on_cpu", "torch_inside_interpreted_kernel"}
-    ],
+    [c for c in CATALOGUE if c[0] not in CPU_ONLY],
     ids=[c[0] for c in CATALOGUE if c[0] not in CPU_ONLY],
 )
 def test_catalogue_gpu(tasks, name, task_key, source, classes, guard):
