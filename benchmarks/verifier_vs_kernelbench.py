@@ -3,8 +3,8 @@
     python benchmarks/verifier_vs_kernelbench.py --kernelbench PATH/TO/KernelBench-checkout \
         --out results.json [--kb-problems 3]
 
-For each KernelBench level-1 problem with a candidate in ``benchmarks/kernelbench_candidates/``
-(honest Triton kernels written for this benchmark), at the problem's real sizes:
+For each KernelBench level-1 problem in ``OPS`` (an honest one-pass Triton candidate built from
+``TEMPLATE`` for each: one load, the expression, one store), at the problem's real sizes:
 
 - upskills: ``Verifier('cuda').check(...)`` with default options (3 seeds x (the problem's shape
   + one drawn at random), adversarial domains when declared, timing with the L2 flush and the
@@ -28,7 +28,59 @@ import time
 import types
 from pathlib import Path
 
-CANDIDATES = Path(__file__).parent / "kernelbench_candidates"
+TEMPLATE = '''"""Honest Triton candidate for KernelBench level 1 {problem}: one elementwise pass."""
+
+import torch
+import torch.nn as nn
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def _kernel(x_ptr, out_ptr, n, PARAM, BLOCK: tl.constexpr):
+    offs = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    x = tl.load(x_ptr + offs, mask=mask)
+    y = {expr}
+    tl.store(out_ptr + offs, y, mask=mask)
+
+
+class ModelNew(nn.Module):
+    def __init__(self{init_sig}):
+        super().__init__()
+        self.param = {param}
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = x.contiguous()
+        out = torch.empty_like(x)
+        n = x.numel()
+        _kernel[(triton.cdiv(n, 4096),)](x, out, n, self.param, BLOCK=4096, num_warps=8)
+        return out
+'''
+
+OPS = {
+    "19_ReLU": "tl.maximum(x, 0.0)",
+    "20_LeakyReLU": "tl.where(x >= 0, x, x * PARAM)",
+    "21_Sigmoid": "1.0 / (1.0 + tl.exp(-x))",
+    "22_Tanh": "2.0 / (1.0 + tl.exp(-2.0 * x)) - 1.0",
+    "25_Swish": "x / (1.0 + tl.exp(-x))",
+    "26_GELU_": "0.5 * x * (1.0 + tl.erf(x * 0.7071067811865476))",
+    "27_SELU_": "1.0507009873554805 * tl.where(x > 0, x, 1.6732632423543772 * (tl.exp(x) - 1.0))",
+    "28_HardSigmoid": "tl.minimum(tl.maximum(x / 6.0 + 0.5, 0.0), 1.0)",
+    "29_Softplus": "tl.where(x > 20.0, x, tl.log(1.0 + tl.exp(x)))",
+    "32_HardTanh": "tl.minimum(tl.maximum(x, -1.0), 1.0)",
+}
+
+
+def candidate(problem: str) -> str:
+    """The candidate module for one problem of ``OPS``."""
+    leaky = problem == "20_LeakyReLU"
+    return TEMPLATE.format(
+        problem=problem,
+        expr=OPS[problem],
+        init_sig=", negative_slope: float = 0.01" if leaky else "",
+        param="negative_slope" if leaky else "0.0",
+    )
 
 
 def _kernelbench_eval(checkout: Path):  # noqa: ANN202 - their function
@@ -64,21 +116,21 @@ def main() -> None:
     from upskills.tasks import load_task
     from upskills.verify import CheckOptions, Verifier
 
-    problems = sorted(CANDIDATES.glob("*.py"), key=lambda p: int(p.stem.split("_")[0]))
+    problems = sorted(OPS, key=lambda p: int(p.split("_")[0]))
     level1 = args.kernelbench / "KernelBench" / "level1"
     rows: list[dict[str, object]] = []
     options = CheckOptions(seeds=args.seeds, baselines=False, timeout_s=600)
     with Verifier("cuda", options) as verifier:
-        warm = verifier.check(load_task(level1 / f"{problems[0].stem}.py"), problems[0])
+        warm = verifier.check(load_task(level1 / f"{problems[0]}.py"), candidate(problems[0]))
         print(f"warm-up check: {warm.passed} ({warm.duration_s:.1f} s)", flush=True)
-        for path in problems:
-            task = load_task(level1 / f"{path.stem}.py")
+        for name in problems:
+            task = load_task(level1 / f"{name}.py")
             start = time.monotonic()
-            verdict = verifier.check(task, path)
+            verdict = verifier.check(task, candidate(name))
             wall = time.monotonic() - start
             rows.append(
                 {
-                    "problem": path.stem,
+                    "problem": name,
                     "upskills_passed": verdict.passed,
                     "upskills_s": round(wall, 3),
                     "upskills_message": verdict.message[:300],
@@ -89,12 +141,12 @@ def main() -> None:
                     "gpu": verdict.gpu,
                 }
             )
-            print(f"upskills {path.stem}: {verdict.passed} {wall:.1f} s", flush=True)
+            print(f"upskills {name}: {verdict.passed} {wall:.1f} s", flush=True)
     eval_fn = _kernelbench_eval(args.kernelbench)
     for row in rows[: args.kb_problems]:
         name = str(row["problem"])
         ref = (level1 / f"{name}.py").read_text()
-        cand = (CANDIDATES / f"{name}.py").read_text()
+        cand = candidate(name)
         start = time.monotonic()
         result = eval_fn(
             ref,
