@@ -38,8 +38,6 @@ from upskills.verify.guards import (
 from upskills.verify.protocol import (
     REPLY,
     Ack,
-    Bulk,
-    BulkDone,
     Bye,
     Channel,
     ChannelClosed,
@@ -48,28 +46,16 @@ from upskills.verify.protocol import (
     Hello,
     OpSeen,
     Param,
-    Ping,
     Setup,
     TensorHandle,
-    TimeDone,
-    TimeRun,
     Trial,
     TrialDone,
 )
 from upskills.verify.shapes import PlannedVariant, ShapeError, draw_random, shrink_for_cpu
-from upskills.verify.timing import summarize
 from upskills.verify.transport import SharedArena, buffer_like, clone_tree, export_args
 from upskills.verify.verdict import ErrorClass, Timing, VariantResult, VerdictStage
 from upskills.verify.worker import StageFailure, environment
 
-TIMING_INPUT_SETS = 3
-"""Input sets the timed calls rotate through (a stale result then shows)."""
-KEEP_TIMED = 2
-"""Outputs of the last timed calls checked against the reference."""
-CLOCK_TOLERANCE = 0.35
-"""The judge's per-call time may exceed the candidate's median by this share (plus slack)."""
-CLOCK_SLACK_MS = 0.1
-"""Per-call launch overhead the judge's clock allows on top of the candidate's events."""
 GUARD_LETTERS = {
     "no_launch": "(a) ",
     "torch_compute": "(b) ",
@@ -141,7 +127,9 @@ class CandidateLost(Exception):
 
 
 @dataclass
-class _Prepared:
+class Prepared:
+    """One shape's reference, ready: its module, init inputs and built model."""
+
     plan: PlannedVariant
     module: Any
     init_inputs: list[Any]
@@ -176,7 +164,8 @@ def _sync(device: str) -> None:
         torch.cuda.synchronize()
 
 
-def _flatten(value: Any) -> tuple[str, list[Any]]:
+def flatten_outputs(value: Any) -> tuple[str, list[Any]]:
+    """``(structure, tensors)`` of a reference output: ``tensor``, ``tuple[2]``, ``list[3]``."""
     import torch
 
     if isinstance(value, torch.Tensor):
@@ -249,7 +238,8 @@ class Judge:
                 guard="protocol",
             ) from exc
 
-    def _fail_from(self, failure: Failure) -> StageFailure:
+    def fail_from(self, failure: Failure) -> StageFailure:
+        """The stage failure a candidate's reply reported (unknown classes -> runtime)."""
         try:
             cls = ErrorClass(failure.error_class)
         except ValueError:
@@ -297,7 +287,7 @@ class Judge:
                 self.result.notes.append(f"no random shape this check: {note}")
         return planned
 
-    def prepare(self, plan: PlannedVariant) -> _Prepared:
+    def prepare(self, plan: PlannedVariant) -> Prepared:
         """Load the reference at this shape and build its model (seeded by the check)."""
         from upskills.tasks.runtime import ReferenceRunError
 
@@ -319,11 +309,11 @@ class Judge:
                 f"reference of task {self.task.name!r} could not be built at {plan.name!r}: "
                 f"{type(exc).__name__}: {exc}",
             ) from exc
-        return _Prepared(plan, module, init_inputs, model)
+        return Prepared(plan, module, init_inputs, model)
 
     # ------------------------------------------------------------------ correctness
 
-    def setup(self, prepared: _Prepared, first: bool) -> None:
+    def setup(self, prepared: Prepared, first: bool) -> None:
         """Have the candidate build ``ModelNew`` for this variant."""
         import torch
 
@@ -348,9 +338,9 @@ class Judge:
         if not isinstance(reply, Ack):
             raise StageFailure(ErrorClass.RUNTIME, VerdictStage.CORRECTNESS, "unexpected reply")
         if reply.failure is not None:
-            raise self._fail_from(reply.failure)
+            raise self.fail_from(reply.failure)
 
-    def reference(self, prepared: _Prepared, inputs: list[Any]) -> tuple[Any, set[str]]:
+    def reference(self, prepared: Prepared, inputs: list[Any]) -> tuple[Any, set[str]]:
         """The reference output on a copy of ``inputs`` and the op families it worked with."""
         import torch
 
@@ -370,7 +360,7 @@ class Judge:
         return out, work_ops(log)
 
     def trial(
-        self, prepared: _Prepared, index: int, domain: str, prev: dict[str, Any]
+        self, prepared: Prepared, index: int, domain: str, prev: dict[str, Any]
     ) -> VariantResult:
         """One trial: fresh inputs, the reference, the candidate's run, guards and values."""
         name = prepared.plan.name
@@ -381,7 +371,7 @@ class Judge:
             apply_domain(inputs, domain, seed)
         pristine = clone_tree(inputs)
         ref_out, ref_work = self.reference(prepared, inputs)
-        structure, ref_items = _flatten(ref_out)
+        structure, ref_items = flatten_outputs(ref_out)
         shared_inputs, wire = export_args(inputs, self.arena)
         buffers = [buffer_like(t, self.arena) for t in ref_items]
         self.clock.add("reference", time.monotonic() - t0)
@@ -397,7 +387,7 @@ class Judge:
         if not isinstance(reply, TrialDone):
             raise StageFailure(ErrorClass.RUNTIME, VerdictStage.CORRECTNESS, "unexpected reply")
         if reply.failure is not None:
-            raise self._fail_from(reply.failure)
+            raise self.fail_from(reply.failure)
         self.guards(reply, ref_work, where)
         result = VariantResult(variant=name, seed=seed, domain=domain, passed=True)
         if prepared.plan.drawn:
@@ -554,147 +544,6 @@ class Judge:
                 )
         return None
 
-    # ------------------------------------------------------------------ timing
-
-    def time_main(self, prepared: _Prepared) -> None:
-        """Time the candidate on the main variant and check its clock against the judge's."""
-        import torch
-
-        t0 = time.monotonic()
-        sets = [
-            build_inputs(prepared.module, self.device, trial_seed(self.job.seed, "timing", i))
-            for i in range(TIMING_INPUT_SETS)
-        ]
-        refs = [_flatten(self.reference(prepared, s)[0])[1] for s in sets]
-        exported = [export_args(s, self.arena) for s in sets]
-        wires = [wire for _, wire in exported]
-        del sets  # the shared copies stay; the references were computed from these first
-        keep = [[buffer_like(t, self.arena) for t in refs[0]] for _ in range(KEEP_TIMED)]
-        bulk_bufs = [buffer_like(t, self.arena) for t in refs[0]]  # made with the others
-        rng = random.Random(self.job.seed ^ 0x5EED)
-        order = [rng.randrange(TIMING_INPUT_SETS) for _ in range(4096)]
-        self.clock.add("timing_setup", time.monotonic() - t0)
-        t1 = time.monotonic()
-        reply = self.ask(
-            TimeRun(
-                input_sets=wires,
-                order=order,
-                keep=[[h for _, h in bufs] for bufs in keep],
-                max_reps=2000,
-                target_ms=1000.0,
-            )
-        )
-        wall_ms = (time.monotonic() - t1) * 1000.0
-        self.clock.add("timing", wall_ms / 1000.0)
-        if not isinstance(reply, TimeDone):
-            raise StageFailure(ErrorClass.RUNTIME, VerdictStage.TIMING, "unexpected reply")
-        if reply.failure is not None:
-            failure = self._fail_from(reply.failure)
-            failure.stage = VerdictStage.TIMING
-            raise failure
-        display = self.job.display
-        if reply.library_changes:
-            raise StageFailure(
-                ErrorClass.GUARD,
-                VerdictStage.TIMING,
-                f"{display}: library state changed while timed: {', '.join(reply.library_changes)}",
-                guard="library_patch",
-            )
-        times = [t for t in reply.times_ms if t == t and t >= 0]
-        if not times or len(times) != len(reply.times_ms):
-            raise StageFailure(
-                ErrorClass.TIMING, VerdictStage.TIMING, f"{display}: no valid timings came back"
-            )
-        if reply.launches < len(times):
-            raise StageFailure(
-                ErrorClass.GUARD,
-                VerdictStage.TIMING,
-                f"{display}: some timed calls launched no kernel (cached result?)",
-                guard="no_launch",
-            )
-        total_calls = len(times) + 6  # 3 warm-up and 3 estimate calls precede the timed ones
-        for k, bufs in enumerate(keep[-len(reply.picks) :] if reply.picks else []):
-            call = total_calls - len(reply.picks) + k
-            pick = order[call % len(order)]
-            got = [b for b, _ in bufs]
-            cmp = compare_outputs(
-                refs[pick] if len(refs[pick]) > 1 else refs[pick][0],
-                got if len(got) > 1 else got[0],
-                atol=self.task.atol,
-                rtol=self.task.rtol,
-                matmul=self.matmul,
-            )
-            if not cmp.passed:
-                raise StageFailure(
-                    ErrorClass.GUARD,
-                    VerdictStage.TIMING,
-                    f"{display}: the timed calls returned a wrong result ({cmp.message}): the "
-                    "candidate behaves differently when timed",
-                    guard="timed_result",
-                )
-        if sum(times) > wall_ms * 1.05 + 1.0:
-            raise StageFailure(
-                ErrorClass.TIMING,
-                VerdictStage.TIMING,
-                f"{display}: the candidate reports {sum(times):.1f} ms of timed calls in "
-                f"{wall_ms:.1f} ms of the judge's clock",
-                guard="clock",
-            )
-        timing = summarize(times)
-        self.clock_check(timing, wires[0], refs[0], bulk_bufs)
-        self.result.timing = timing
-        self.result.timing_status = "measured"
-        del torch
-
-    def clock_check(
-        self, timing: Timing, wire: list[Any], ref: list[Any], bufs: list[tuple[Any, TensorHandle]]
-    ) -> None:
-        """Back-to-back calls timed by the judge's own clock must agree with the events."""
-        t0 = time.monotonic()
-        rtts: list[float] = []
-        for _ in range(3):
-            s = time.monotonic()
-            self.ask(Ping())
-            rtts.append(time.monotonic() - s)
-        rtt_ms = min(rtts) * 1000.0
-        calls = int(min(200, max(5, 60.0 / max(timing.median_ms, 1e-3))))
-        s = time.monotonic()
-        reply = self.ask(Bulk(calls=calls, inputs=wire, outputs=[h for _, h in bufs]))
-        wall_ms = (time.monotonic() - s) * 1000.0 - rtt_ms
-        self.clock.add("clock_check", time.monotonic() - t0)
-        display = self.job.display
-        if not isinstance(reply, BulkDone) or reply.failure is not None:
-            raise StageFailure(
-                ErrorClass.TIMING, VerdictStage.TIMING, f"{display}: the clock check failed"
-            )
-        got = [b for b, _ in bufs]
-        cmp = compare_outputs(
-            ref if len(ref) > 1 else ref[0],
-            got if len(got) > 1 else got[0],
-            atol=self.task.atol,
-            rtol=self.task.rtol,
-            matmul=self.matmul,
-        )
-        if not cmp.passed or reply.launches < calls:
-            why = cmp.message if not cmp.passed else f"{reply.launches} launches in {calls} calls"
-            raise StageFailure(
-                ErrorClass.GUARD,
-                VerdictStage.TIMING,
-                f"{display}: guard (c) back-to-back calls returned a wrong result or launched "
-                f"nothing ({why})",
-                guard="timed_result",
-            )
-        per_call = wall_ms / calls
-        if per_call - timing.median_ms > max(CLOCK_TOLERANCE * per_call, CLOCK_SLACK_MS):
-            raise StageFailure(
-                ErrorClass.TIMING,
-                VerdictStage.TIMING,
-                f"{display}: the candidate's events say {timing.median_ms:.4f} ms per call, the "
-                f"judge's clock {per_call:.4f} ms per call over {calls} back-to-back calls: "
-                "timings that disagree with the judge are not reported",
-                guard="clock",
-            )
-
     # ------------------------------------------------------------------ whole check
 
     def run(self) -> JudgeResult:
@@ -708,7 +557,7 @@ class Judge:
         self.clock.add("import", time.monotonic() - t1)
         self.result.env = {**hello.env, **environment()}
         if hello.failure is not None:
-            raise self._fail_from(hello.failure)
+            raise self.fail_from(hello.failure)
         domains = ["normal", *self.task.domains]
         prev: dict[str, Any] = {}
         count = 0
@@ -730,7 +579,9 @@ class Judge:
             if main is None:
                 main = self.prepare(PlannedVariant(self.task.main_variant().name))
                 self.setup(main, first=False)
-            self.time_main(main)
+            from upskills.verify.judge_timing import time_main
+
+            time_main(self, main)
         return self.result
 
     def _hello(self) -> Hello:

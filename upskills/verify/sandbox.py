@@ -395,6 +395,7 @@ def serve(mode: str, role: str) -> None:
 
     if role == "judge":
         import upskills.verify.judge  # noqa: F401  # pyright: ignore[reportUnusedImport]
+        import upskills.verify.judge_timing  # noqa: F401  # pyright: ignore[reportUnusedImport]
     else:
         import upskills.verify.candidate_host  # noqa: F401  # pyright: ignore[reportUnusedImport]
     root = _prepare_candidate_root() if role == "candidate" and mode == "cpu" else None

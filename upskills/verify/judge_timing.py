@@ -1,0 +1,177 @@
+"""Timing a candidate that passed, from the judge's side: events cross-checked by its own clock.
+
+The candidate's process times its calls with CUDA events (L2 flushed, inputs rotated in an
+order the judge chose, the last outputs copied back and compared); then the judge times
+back-to-back calls with its own monotonic clock, and events that claim much less than that
+are a ``timing`` verdict, not a number.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from typing import TYPE_CHECKING, Any
+
+from upskills.tasks.runtime import build_inputs
+from upskills.verify.compare import compare_outputs
+from upskills.verify.protocol import Bulk, BulkDone, Ping, TensorHandle, TimeDone, TimeRun
+from upskills.verify.timing import summarize
+from upskills.verify.transport import buffer_like, export_args
+from upskills.verify.verdict import ErrorClass, Timing, VerdictStage
+from upskills.verify.worker import StageFailure
+
+if TYPE_CHECKING:
+    from upskills.verify.judge import Judge, Prepared
+
+TIMING_INPUT_SETS = 3
+"""Input sets the timed calls rotate through (a stale result then shows)."""
+KEEP_TIMED = 2
+"""Outputs of the last timed calls checked against the reference."""
+CLOCK_TOLERANCE = 0.35
+"""The judge's per-call time may exceed the candidate's median by this share (plus slack)."""
+CLOCK_SLACK_MS = 0.1
+"""Per-call launch overhead the judge's clock allows on top of the candidate's events."""
+
+
+def time_main(judge: Judge, prepared: Prepared) -> None:
+    """Time the candidate on the main variant and check its clock against the judge's."""
+    from upskills.verify.judge import flatten_outputs, trial_seed
+
+    t0 = time.monotonic()
+    sets = [
+        build_inputs(prepared.module, judge.device, trial_seed(judge.job.seed, "timing", i))
+        for i in range(TIMING_INPUT_SETS)
+    ]
+    refs = [flatten_outputs(judge.reference(prepared, s)[0])[1] for s in sets]
+    exported = [export_args(s, judge.arena) for s in sets]
+    wires = [wire for _, wire in exported]
+    del sets  # the shared copies stay; the references were computed from these first
+    keep = [[buffer_like(t, judge.arena) for t in refs[0]] for _ in range(KEEP_TIMED)]
+    bulk_bufs = [buffer_like(t, judge.arena) for t in refs[0]]  # made with the others
+    rng = random.Random(judge.job.seed ^ 0x5EED)
+    order = [rng.randrange(TIMING_INPUT_SETS) for _ in range(4096)]
+    judge.clock.add("timing_setup", time.monotonic() - t0)
+    t1 = time.monotonic()
+    reply = judge.ask(
+        TimeRun(
+            input_sets=wires,
+            order=order,
+            keep=[[h for _, h in bufs] for bufs in keep],
+            max_reps=2000,
+            target_ms=1000.0,
+        )
+    )
+    wall_ms = (time.monotonic() - t1) * 1000.0
+    judge.clock.add("timing", wall_ms / 1000.0)
+    if not isinstance(reply, TimeDone):
+        raise StageFailure(ErrorClass.RUNTIME, VerdictStage.TIMING, "unexpected reply")
+    if reply.failure is not None:
+        failure = judge.fail_from(reply.failure)
+        failure.stage = VerdictStage.TIMING
+        raise failure
+    display = judge.job.display
+    if reply.library_changes:
+        raise StageFailure(
+            ErrorClass.GUARD,
+            VerdictStage.TIMING,
+            f"{display}: library state changed while timed: {', '.join(reply.library_changes)}",
+            guard="library_patch",
+        )
+    times = [t for t in reply.times_ms if t == t and t >= 0]
+    if not times or len(times) != len(reply.times_ms):
+        raise StageFailure(
+            ErrorClass.TIMING, VerdictStage.TIMING, f"{display}: no valid timings came back"
+        )
+    if reply.launches < len(times):
+        raise StageFailure(
+            ErrorClass.GUARD,
+            VerdictStage.TIMING,
+            f"{display}: some timed calls launched no kernel (cached result?)",
+            guard="no_launch",
+        )
+    total_calls = len(times) + 6  # 3 warm-up and 3 estimate calls precede the timed ones
+    for k, bufs in enumerate(keep[-len(reply.picks) :] if reply.picks else []):
+        call = total_calls - len(reply.picks) + k
+        pick = order[call % len(order)]
+        got = [b for b, _ in bufs]
+        cmp = compare_outputs(
+            refs[pick] if len(refs[pick]) > 1 else refs[pick][0],
+            got if len(got) > 1 else got[0],
+            atol=judge.task.atol,
+            rtol=judge.task.rtol,
+            matmul=judge.matmul,
+        )
+        if not cmp.passed:
+            raise StageFailure(
+                ErrorClass.GUARD,
+                VerdictStage.TIMING,
+                f"{display}: the timed calls returned a wrong result ({cmp.message}): the "
+                "candidate behaves differently when timed",
+                guard="timed_result",
+            )
+    if sum(times) > wall_ms * 1.05 + 1.0:
+        raise StageFailure(
+            ErrorClass.TIMING,
+            VerdictStage.TIMING,
+            f"{display}: the candidate reports {sum(times):.1f} ms of timed calls in "
+            f"{wall_ms:.1f} ms of the judge's clock",
+            guard="clock",
+        )
+    timing = summarize(times)
+    clock_check(judge, timing, wires[0], refs[0], bulk_bufs)
+    judge.result.timing = timing
+    judge.result.timing_status = "measured"
+
+
+def clock_check(
+    judge: Judge,
+    timing: Timing,
+    wire: list[Any],
+    ref: list[Any],
+    bufs: list[tuple[Any, TensorHandle]],
+) -> None:
+    """Back-to-back calls timed by the judge's own clock must agree with the events."""
+    t0 = time.monotonic()
+    rtts: list[float] = []
+    for _ in range(3):
+        s = time.monotonic()
+        judge.ask(Ping())
+        rtts.append(time.monotonic() - s)
+    rtt_ms = min(rtts) * 1000.0
+    calls = int(min(200, max(5, 60.0 / max(timing.median_ms, 1e-3))))
+    s = time.monotonic()
+    reply = judge.ask(Bulk(calls=calls, inputs=wire, outputs=[h for _, h in bufs]))
+    wall_ms = (time.monotonic() - s) * 1000.0 - rtt_ms
+    judge.clock.add("clock_check", time.monotonic() - t0)
+    display = judge.job.display
+    if not isinstance(reply, BulkDone) or reply.failure is not None:
+        raise StageFailure(
+            ErrorClass.TIMING, VerdictStage.TIMING, f"{display}: the clock check failed"
+        )
+    got = [b for b, _ in bufs]
+    cmp = compare_outputs(
+        ref if len(ref) > 1 else ref[0],
+        got if len(got) > 1 else got[0],
+        atol=judge.task.atol,
+        rtol=judge.task.rtol,
+        matmul=judge.matmul,
+    )
+    if not cmp.passed or reply.launches < calls:
+        why = cmp.message if not cmp.passed else f"{reply.launches} launches in {calls} calls"
+        raise StageFailure(
+            ErrorClass.GUARD,
+            VerdictStage.TIMING,
+            f"{display}: guard (c) back-to-back calls returned a wrong result or launched "
+            f"nothing ({why})",
+            guard="timed_result",
+        )
+    per_call = wall_ms / calls
+    if per_call - timing.median_ms > max(CLOCK_TOLERANCE * per_call, CLOCK_SLACK_MS):
+        raise StageFailure(
+            ErrorClass.TIMING,
+            VerdictStage.TIMING,
+            f"{display}: the candidate's events say {timing.median_ms:.4f} ms per call, the "
+            f"judge's clock {per_call:.4f} ms per call over {calls} back-to-back calls: "
+            "timings that disagree with the judge are not reported",
+            guard="clock",
+        )
