@@ -118,3 +118,21 @@ def test_sigkill_mid_run_leaves_a_readable_prefix(tmp_path: Path) -> None:
     assert len(trace.errors) <= 1  # at most a torn final line
     outs = [e.usage.output_tokens for e in trace.events if isinstance(e, ModelCall)]
     assert outs == list(range(len(outs)))
+
+
+def test_stats_names_the_best_kernels_language_and_the_tasks_origin(
+    sample_trace: Path, tmp_path: Path
+) -> None:
+    cuda = "from torch.utils.cpp_extension import load_inline\n_e = load_inline(cuda_sources=S)"
+    folder = tmp_path / "session"
+    folder.mkdir()
+    text = sample_trace.read_text().replace('"good"', json.dumps(cuda))
+    (folder / "trace.jsonl").write_text(text)
+    st = trace_stats(read_trace(folder / "trace.jsonl"))
+    assert st.language == "cuda" and st.origin is None
+    origin = {"task": {"origin": ".kb/KernelBench/level1/19_ReLU.py"}}
+    (folder / "state.json").write_text(json.dumps(origin))
+    assert trace_stats(read_trace(folder / "trace.jsonl")).origin == "kernelbench"
+    triton = text.replace(json.dumps(cuda), json.dumps("@triton.jit\ndef k(): pass"))
+    (folder / "trace.jsonl").write_text(triton)
+    assert trace_stats(read_trace(folder / "trace.jsonl")).language == "triton"

@@ -144,6 +144,9 @@ def stats_cmd(paths: tuple[str, ...], strict: bool, as_json: bool) -> None:
         "solved_tasks": len({s.task for s in solved}),
         "with_repaired_failure": sum(1 for s in stats if s.repaired_failures > 0),
         "solved_with_repaired_failure": sum(1 for s in solved if s.repaired_failures > 0),
+        "solved_cuda_tasks": len({s.task for s in solved if s.language == "cuda"}),
+        "solved_triton_tasks": len({s.task for s in solved if s.language == "triton"}),
+        "solved_kernelbench_tasks": len({s.task for s in solved if s.origin == "kernelbench"}),
         "turns": sum(s.turns for s in stats),
         "tool_calls": sum(s.tool_calls for s in stats),
         "input_tokens": sum(s.input_tokens for s in stats),
@@ -166,6 +169,8 @@ def stats_cmd(paths: tuple[str, ...], strict: bool, as_json: bool) -> None:
         "repaired",
         "failures",
         "best speedup",
+        "kernel",
+        "origin",
         "gpu",
     )
     for s in stats:
@@ -181,6 +186,8 @@ def stats_cmd(paths: tuple[str, ...], strict: bool, as_json: bool) -> None:
             str(s.repaired_failures),
             fails,
             sp,
+            s.language or "-",
+            s.origin or "-",
             s.gpu or "-",
         )
     _out().print(table)

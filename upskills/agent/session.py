@@ -138,7 +138,7 @@ class Session:
                 agent_name=agent_name,
                 provider=provider,
                 model=model,
-                parameters={"device": device, "interface": "session"},
+                parameters={"device": device, "interface": "session", "task_origin": task.origin},
                 environment=run_environment(device),
             )
             writer.write(start)

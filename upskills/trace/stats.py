@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import json
 from collections import Counter
+from pathlib import Path
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -42,6 +45,10 @@ class TraceStats(BaseModel):
     """Error class -> count over failing verdicts."""
     repaired_failures: int = 0
     """Failing verdicts followed later by a passing one (fail -> pass transitions)."""
+    language: str | None = None
+    """Language of the best passing kernel: ``cuda`` (``load_inline``), ``triton``, else None."""
+    origin: str | None = None
+    """Where the task came from: ``builtin``, ``kernelbench``, or the loader's origin string."""
     solved: bool = False
     """run_end says solved."""
     outcome: str | None = None
@@ -82,6 +89,8 @@ def trace_stats(trace: TraceFile) -> TraceStats:
         else:
             classes[str(v.error_class or "unknown")] += 1
     st.repaired_failures = repaired_failures(attempts)
+    st.language = _best_language(attempts)
+    st.origin = _origin(trace, start.parameters if start is not None else {})
     st.failure_classes = dict(sorted(classes.items()))
     if end is not None:
         st.outcome, st.solved = str(end.outcome), end.outcome == RunOutcome.SOLVED
@@ -89,3 +98,42 @@ def trace_stats(trace: TraceFile) -> TraceStats:
             best = end.best_speedup if best is None else max(best, end.best_speedup)
     st.best_speedup = best
     return st
+
+
+def kernel_language(source: str | None) -> str | None:
+    """``cuda`` for a ``load_inline`` CUDA extension, ``triton`` for ``@triton.jit``, else None."""
+    if not source:
+        return None
+    if "load_inline" in source and "cuda_sources" in source:
+        return "cuda"
+    if "triton.jit" in source:
+        return "triton"
+    return None
+
+
+def _best_language(attempts: list[Any]) -> str | None:
+    best: tuple[float, int] | None = None
+    language: str | None = None
+    for i, a in enumerate(attempts):
+        passed = [v for v in a.verdicts if v.passed]
+        if not passed:
+            continue
+        key = (max((v.speedup_eager or 0.0) for v in passed), i)
+        if best is None or key >= best:
+            best, language = key, kernel_language(a.kernel_source)
+    return language
+
+
+def _origin(trace: TraceFile, parameters: dict[str, Any]) -> str | None:
+    """The task's origin: from run_start, else from the session folder's ``state.json``."""
+    raw = parameters.get("task_origin")
+    if raw is None:
+        state = Path(trace.path).parent / "state.json"
+        if Path(trace.path).name == "trace.jsonl" and state.is_file():
+            try:
+                raw = json.loads(state.read_text(encoding="utf-8"))["task"]["origin"]
+            except (OSError, ValueError, KeyError, TypeError):
+                raw = None
+    if not isinstance(raw, str):
+        return None
+    return "kernelbench" if "KernelBench" in raw else raw
