@@ -13,8 +13,13 @@ grep -qx '/.whl/' .git/info/exclude 2>/dev/null || echo '/.whl/' >> .git/info/ex
 python3 - > .whl/requirements.txt <<'PY'
 import importlib.metadata as m
 import re
+import tomllib
 from packaging.requirements import Requirement
-roots = ["pydantic", "anthropic", "openai", "mcp", "skills-ref", "gguf", "cryptography"]  # mcp: pyjwt[crypto]
+# upskills' own core dependencies (a new one is carried without editing this list: the H200 run
+# of 2026-11-30 lost 23 test modules to a missing mdit-py-plugins), then extras the tests use
+with open("pyproject.toml", "rb") as f:  # not the installed metadata, which can be stale
+    core = [Requirement(r).name for r in tomllib.load(f)["project"]["dependencies"]]
+roots = [*core, "anthropic", "openai", "mcp", "skills-ref", "gguf", "cryptography"]  # mcp: pyjwt[crypto]
 env = {"python_version": "3.12", "sys_platform": "linux", "platform_system": "Linux", "extra": ""}
 on_device = set("""absl-py accelerate aiohttp anyio attrs certifi charset-normalizer click cloudpickle
 filelock fsspec h11 httpcore httpx huggingface-hub idna jinja2 markupsafe numpy packaging pillow

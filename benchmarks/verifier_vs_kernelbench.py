@@ -142,6 +142,7 @@ def main() -> None:
                 }
             )
             print(f"upskills {name}: {verdict.passed} {wall:.1f} s", flush=True)
+            write_results(args.out, rows)
     eval_fn = _kernelbench_eval(args.kernelbench)
     for row in rows[: args.kb_problems]:
         name = str(row["problem"])
@@ -163,33 +164,41 @@ def main() -> None:
         print(
             f"kernelbench {name}: {row['kernelbench_correct']} {row['kernelbench_s']} s", flush=True
         )
-    both = [r for r in rows if "kernelbench_s" in r]
-    ours = statistics.fmean(float(r["upskills_s"]) for r in both)  # type: ignore[arg-type]
-    theirs = statistics.fmean(float(r["kernelbench_s"]) for r in both)  # type: ignore[arg-type]
-    all_ours = statistics.fmean(float(r["upskills_s"]) for r in rows)  # type: ignore[arg-type]
-    stages: dict[str, float] = {}
-    for r in rows:
-        for k, v in r["stage_seconds"].items():  # type: ignore[union-attr]
-            stages[k] = stages.get(k, 0.0) + v / len(rows)
-    summary = {
-        "problems": len(rows),
-        "upskills_verdicts_per_min_all": round(60 / all_ours, 2),
-        "upskills_verdicts_per_min_same": round(60 / ours, 2),
-        "kernelbench_verdicts_per_min": round(60 / theirs, 2),
-        "ratio_same_problems": round(theirs / ours, 2),
-        "mean_stage_seconds": {k: round(v, 3) for k, v in sorted(stages.items())},
-        "timing_spread_median": statistics.median(
-            float(r["timing_spread"]) for r in rows if r["timing_spread"] is not None
-        )
-        if any(r["timing_spread"] is not None for r in rows)
-        else None,
-    }
-    args.out.write_text(json.dumps({"summary": summary, "rows": rows}, indent=2))
+        write_results(args.out, rows)
+    summary = write_results(args.out, rows)
     print(f"{'problem':24} {'upskills s':>10} {'KB s':>8} {'pass':>5}")
     for r in rows:
         kb = r.get("kernelbench_s", "")
         print(f"{r['problem']!s:24} {r['upskills_s']!s:>10} {kb!s:>8} {r['upskills_passed']!s:>5}")
     print(json.dumps(summary, indent=2))
+
+
+def write_results(out: Path, rows: list[dict[str, object]]) -> dict[str, object]:
+    """Write the rows so far and their summary to ``out`` (called after every stage)."""
+    both = [r for r in rows if "kernelbench_s" in r]
+    all_ours = statistics.fmean(float(r["upskills_s"]) for r in rows)  # type: ignore[arg-type]
+    summary: dict[str, object] = {
+        "problems": len(rows),
+        "problems_through_kernelbench": len(both),
+        "upskills_passed": sum(bool(r["upskills_passed"]) for r in rows),
+        "upskills_verdicts_per_min_all": round(60 / all_ours, 2),
+    }
+    if both:
+        ours = statistics.fmean(float(r["upskills_s"]) for r in both)  # type: ignore[arg-type]
+        theirs = statistics.fmean(float(r["kernelbench_s"]) for r in both)  # type: ignore[arg-type]
+        summary["upskills_verdicts_per_min_same"] = round(60 / ours, 2)
+        summary["kernelbench_verdicts_per_min"] = round(60 / theirs, 2)
+        summary["ratio_same_problems"] = round(theirs / ours, 2)
+    stages: dict[str, float] = {}
+    for r in rows:
+        for k, v in r["stage_seconds"].items():  # type: ignore[union-attr]
+            stages[k] = stages.get(k, 0.0) + v / len(rows)
+    summary["mean_stage_seconds"] = {k: round(v, 3) for k, v in sorted(stages.items())}
+    spreads = [float(r["timing_spread"]) for r in rows if r["timing_spread"] is not None]  # type: ignore[arg-type]
+    summary["timing_spread_median"] = statistics.median(spreads) if spreads else None
+    summary["timing_spread_max"] = max(spreads) if spreads else None
+    out.write_text(json.dumps({"summary": summary, "rows": rows}, indent=2))
+    return summary
 
 
 if __name__ == "__main__":

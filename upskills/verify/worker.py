@@ -99,8 +99,13 @@ def import_candidate(path: str, display: str) -> types.ModuleType:
     return module
 
 
-def environment() -> dict[str, str]:
-    """Versions of python, torch, triton and, on CUDA, the GPU and CUDA runtime."""
+def environment(init_cuda: bool = False) -> dict[str, str]:
+    """Versions of python, torch, triton and, on CUDA, the GPU and CUDA runtime.
+
+    Args:
+        init_cuda: Name the GPU even if this process has not touched CUDA yet (initialises it);
+            otherwise the GPU is named only once CUDA is initialised.
+    """
     import torch
 
     env = {"python": platform.python_version(), "torch": torch.__version__}
@@ -111,7 +116,7 @@ def environment() -> dict[str, str]:
     except ImportError:
         env["triton"] = "none"
     try:  # after a fatal CUDA error (a crashed kernel) any CUDA call may raise
-        if torch.cuda.is_available() and torch.cuda.is_initialized():
+        if torch.cuda.is_available() and (init_cuda or torch.cuda.is_initialized()):
             env["gpu"] = torch.cuda.get_device_name()
             env["cuda"] = str(torch.version.cuda)
     except Exception:  # noqa: BLE001 - the verdict matters more than the GPU's name

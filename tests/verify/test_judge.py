@@ -1,0 +1,112 @@
+"""upskills.verify.judge: which model the candidate times, and whose environment a verdict names."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from tests.verify.conftest import make_task
+from upskills.tasks.model import ShapeVariant
+from upskills.verify.judge import Judge, JudgeJob, trusted_env
+from upskills.verify.protocol import Ack, Setup
+from upskills.verify.shapes import PlannedVariant
+
+pytest.importorskip("torch")
+
+LINEAR_REF = """
+import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def __init__(self, k):
+        super().__init__()
+        self.lin = nn.Linear(k, k)
+
+    def forward(self, x):
+        return self.lin(x)
+
+
+M, K = 4, 8
+
+
+def get_inputs():
+    return [torch.randn(M, K)]
+
+
+def get_init_inputs():
+    return [K]
+"""
+
+
+class _Recorder:
+    """Stands in for the candidate's process: acknowledges every request and keeps it."""
+
+    def __init__(self) -> None:
+        self.sent: list[Any] = []
+
+    def __call__(self, message: Any) -> Ack:
+        self.sent.append(message)
+        return Ack()
+
+
+def _judge() -> tuple[Judge, _Recorder]:
+    task = make_task(
+        "lin",
+        LINEAR_REF,
+        [
+            ShapeVariant(name="main", main=True, globals={"K": 8}),
+            ShapeVariant(name="wide", globals={"K": 24}),
+        ],
+    )
+    job = JudgeJob(
+        task=task,
+        device="cpu",
+        address="unused",
+        display="candidate.py",
+        variants=["main", "wide"],
+        seeds=1,
+        seed=7,
+        timeout_s=30,
+    )
+    judge = Judge(job, chan=None, deadline=0.0)  # type: ignore[arg-type]  # ask is replaced
+    recorder = _Recorder()
+    judge.ask = recorder  # type: ignore[method-assign]
+    return judge, recorder
+
+
+def test_timing_rebuilds_the_main_model_after_the_last_variant():
+    """Trials end on another shape; the timed model must be the main variant's again."""
+    judge, sent = _judge()
+    prepared = [
+        judge.prepare(PlannedVariant("main", {"K": 8})),
+        judge.prepare(PlannedVariant("random", {"K": 13}, drawn=True)),
+    ]
+    for i, prep in enumerate(prepared):
+        judge.setup(prep, first=i == 0)
+    main = judge.main_for_timing(prepared)
+    assert main.plan.name == "main"
+    last = sent.sent[-1]
+    assert isinstance(last, Setup) and last.variant == "main"
+    assert last.init_args[0].value == 8  # type: ignore[union-attr]
+    assert sorted(last.state) == ["lin.bias", "lin.weight"] and last.state["lin.weight"].shape == [
+        8,
+        8,
+    ]
+
+
+def test_timing_keeps_the_model_when_main_was_last():
+    judge, sent = _judge()
+    prepared = [judge.prepare(PlannedVariant("main", {"K": 8}))]
+    judge.setup(prepared[0], first=True)
+    judge.main_for_timing(prepared)
+    assert len(sent.sent) == 1
+
+
+def test_the_gpu_a_verdict_names_is_the_judges():
+    """A candidate cannot pick whose speedup baselines it is compared with."""
+    claimed = {"python": "3.12", "gpu": "NVIDIA B200", "cuda": "99.0", "extra": "x"}
+    assert "gpu" not in trusted_env(claimed, {"python": "3.12", "torch": "2.11"})
+    env = trusted_env(claimed, {"torch": "2.11", "gpu": "NVIDIA H200", "cuda": "13.0"})
+    assert env["gpu"] == "NVIDIA H200" and env["cuda"] == "13.0" and env["extra"] == "x"
