@@ -10,7 +10,8 @@ attempts on its own machine, and starts the next round.
 Round file, one session per line: ``FOLDER TOOL[,TOOL...]`` with tools among check,
 benchmark, profile, submit, end (``#`` starts a comment). ``check`` runs first for every
 session, in parallel (compiles and correctness: no timing), ``WORKERS`` per GPU; the timed
-tools then run one session at a time per GPU, and only for kernels whose check passed.
+tools then run one session at a time per GPU. After a failing verdict (or a tool error) the
+session's remaining tools are skipped, except ``end``.
 
     python benchmarks/corpus_live/round.py ROUND_FILE --out $OUT [--workers 3]
 """
@@ -70,7 +71,7 @@ def _init(gpus: Sequence[str], slot: Any) -> None:
 
 
 def _run(folder: str, tools: Sequence[str]) -> list[dict[str, Any]]:
-    """Run ``tools`` in the session at ``folder``; stop after a failing verdict."""
+    """Run ``tools`` in the session at ``folder``; after a failing verdict only ``end`` runs."""
     global _VERIFIER
     from upskills.agent.session import Session
     from upskills.verify import Verifier
@@ -79,7 +80,10 @@ def _run(folder: str, tools: Sequence[str]) -> list[dict[str, Any]]:
     if _VERIFIER is None:
         _VERIFIER = Verifier(device=device)
     out: list[dict[str, Any]] = []
+    failed = False
     for tool in tools:
+        if failed and tool != "end":
+            continue
         t0 = time.perf_counter()
         try:
             session = Session.open(folder, device=device)
@@ -90,7 +94,8 @@ def _run(folder: str, tools: Sequence[str]) -> list[dict[str, Any]]:
             outcome = session.call(tool, verifier=_VERIFIER)
         except Exception:  # recorded, and the round goes on with the other sessions
             out.append({"tool": tool, "text": traceback.format_exc(limit=6), "passed": False})
-            break
+            failed = True
+            continue
         verdict = outcome.verdict
         passed = verdict.passed if verdict is not None else outcome.error is None
         text = outcome.output if outcome.error is None else f"tool error: {outcome.error}"
@@ -103,8 +108,7 @@ def _run(folder: str, tools: Sequence[str]) -> list[dict[str, Any]]:
                 "seconds": round(time.perf_counter() - t0, 1),
             }
         )
-        if not passed:
-            break
+        failed = failed or not passed
     return out
 
 
@@ -150,7 +154,9 @@ def run_round(items: list[Item], gpus: Sequence[str], workers: int, log: Any, ou
     rest = []
     for it in items:
         tools = it.tools[1:] if it.tools[0] == "check" else it.tools
-        if tools and (not it.results or it.results[-1]["passed"]):
+        if it.results and not it.results[-1]["passed"]:
+            tools = [t for t in tools if t == "end"]  # a failed check: only the end runs
+        if tools:
             rest.append((it, tools))
     with _pool(len(gpus), gpus) as pool:  # one session at a time per GPU: timings undisturbed
         futures2 = {pool.submit(_run, it.folder, tools): it for it, tools in rest}

@@ -110,3 +110,20 @@ def test_the_gpu_a_verdict_names_is_the_judges():
     assert "gpu" not in trusted_env(claimed, {"python": "3.12", "torch": "2.11"})
     env = trusted_env(claimed, {"torch": "2.11", "gpu": "NVIDIA H200", "cuda": "13.0"})
     assert env["gpu"] == "NVIDIA H200" and env["cuda"] == "13.0" and env["extra"] == "x"
+
+
+def test_timing_input_sets_shrink_to_what_the_gpu_can_hold(monkeypatch) -> None:
+    import torch
+
+    from upskills.verify.judge_timing import TIMING_INPUT_SETS, timing_sets
+
+    gib = 2**30
+    assert timing_sets("cpu", 100 * gib, gib) == TIMING_INPUT_SETS
+    monkeypatch.setattr(torch.cuda, "mem_get_info", lambda *a: (120 * gib, 140 * gib))
+    assert timing_sets("cuda", 2 * gib, gib) == TIMING_INPUT_SETS  # small: all three
+    # KernelBench 38_L1Norm_: 8 GiB in, 8 GiB out per set; 120 GiB free after the first set
+    assert timing_sets("cuda", 16 * gib, 8 * gib) == 3
+    monkeypatch.setattr(torch.cuda, "mem_get_info", lambda *a: (60 * gib, 140 * gib))
+    assert timing_sets("cuda", 16 * gib, 8 * gib) == 1
+    monkeypatch.setattr(torch.cuda, "mem_get_info", lambda *a: (2 * gib, 140 * gib))
+    assert timing_sets("cuda", 16 * gib, 8 * gib) == 1  # never fewer than the one made

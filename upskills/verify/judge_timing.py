@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import random
 import time
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from upskills.tasks.runtime import build_inputs
 from upskills.verify.compare import compare_outputs
@@ -38,18 +38,27 @@ def time_main(judge: Judge, prepared: Prepared) -> None:
     from upskills.verify.judge import flatten_outputs, trial_seed
 
     t0 = time.monotonic()
-    sets = [
-        build_inputs(prepared.module, judge.device, trial_seed(judge.job.seed, "timing", i))
-        for i in range(TIMING_INPUT_SETS)
-    ]
-    refs = [flatten_outputs(judge.reference(prepared, s)[0])[1] for s in sets]
-    exported = [export_args(s, judge.arena) for s in sets]
-    wires = [wire for _, wire in exported]
-    del sets  # the shared copies stay; the references were computed from these first
+    refs: list[list[Any]] = []
+    wires: list[list[Any]] = []
+    n_sets = TIMING_INPUT_SETS
+    for i in range(TIMING_INPUT_SETS):
+        if i >= n_sets:
+            break
+        inputs = build_inputs(prepared.module, judge.device, trial_seed(judge.job.seed, "timing", i))
+        refs.append(flatten_outputs(judge.reference(prepared, inputs)[0])[1])
+        wires.append(export_args(inputs, judge.arena)[1])  # the shared copy stays
+        if i == 0:
+            n_sets = timing_sets(judge.device, nbytes(inputs) + nbytes(refs[0]), nbytes(refs[0]))
+            if n_sets < TIMING_INPUT_SETS:
+                judge.result.notes.append(
+                    f"timed on {n_sets} input set(s), not {TIMING_INPUT_SETS}: the GPU has no "
+                    "room for more at this size (a result cached across calls shows less)"
+                )
+        del inputs  # the references were computed from these before any candidate saw them
     keep = [[buffer_like(t, judge.arena) for t in refs[0]] for _ in range(KEEP_TIMED)]
     bulk_bufs = [buffer_like(t, judge.arena) for t in refs[0]]  # made with the others
     rng = random.Random(judge.job.seed ^ 0x5EED)
-    order = [rng.randrange(TIMING_INPUT_SETS) for _ in range(4096)]
+    order = [rng.randrange(n_sets) for _ in range(4096)]
     judge.clock.add("timing_setup", time.monotonic() - t0)
     t1 = time.monotonic()
     reply = judge.ask(
@@ -121,6 +130,33 @@ def time_main(judge: Judge, prepared: Prepared) -> None:
     clock_check(judge, timing, wires[0], refs[0], bulk_bufs)
     judge.result.timing = timing
     judge.result.timing_status = "measured"
+
+
+def nbytes(value: Any) -> int:
+    """Bytes of the tensors in a (nested) value."""
+    import torch
+
+    if isinstance(value, torch.Tensor):
+        return value.numel() * value.element_size()
+    if isinstance(value, list | tuple):
+        return sum(nbytes(v) for v in cast("list[Any] | tuple[Any, ...]", value))
+    return 0
+
+
+def timing_sets(device: str, per_set: int, out_bytes: int) -> int:
+    """Input sets to rotate through: ``TIMING_INPUT_SETS``, fewer when the GPU lacks room.
+
+    Each set costs its inputs' shared copy and its reference outputs (``per_set`` bytes);
+    the judge also holds ``KEEP_TIMED + 1`` output buffers, and the candidate needs room for
+    its own outputs and workspace, so the sets may take at most half of the free memory.
+    """
+    if device != "cuda" or per_set <= 0:
+        return TIMING_INPUT_SETS
+    import torch
+
+    free, _total = torch.cuda.mem_get_info()
+    budget = free // 2 - (KEEP_TIMED + 1) * out_bytes
+    return max(1, min(TIMING_INPUT_SETS, budget // per_set + 1))  # the first one is made
 
 
 def clock_check(

@@ -1,0 +1,106 @@
+"""Re-check each live-corpus session's final kernel in a fresh ``upskills check`` process.
+
+For every session folder (``state.json`` + ``trace.jsonl``) that ended with a best kernel, it
+writes that kernel to a file and runs the real command ``python -m upskills check TASK FILE
+--device cuda --json`` (TASK: the built-in name, or the KernelBench file the session loaded),
+then compares the new speedup vs eager with the one the trace recorded. One worker per GPU;
+rows are appended to ``--out`` (JSON lines) as they come; a summary line at the end.
+
+    python benchmarks/corpus_live/recheck.py traces/corpus-live --out recheck.jsonl
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from queue import Queue
+from typing import Any
+
+from upskills.trace import read_trace
+
+
+def recheck(folder: Path, gpu: str, timeout: float) -> dict[str, Any]:
+    """Re-check one session's final kernel on ``gpu``; returns a result row."""
+    state = json.loads((folder / "state.json").read_text(encoding="utf-8"))
+    task = state["task"]
+    spec = task["name"] if task.get("origin", "builtin") == "builtin" else task["origin"]
+    trace = read_trace(folder / "trace.jsonl")
+    end = trace.end
+    row: dict[str, Any] = {"session": folder.name, "task": task["name"], "gpu_index": gpu}
+    if end is None or not end.best_kernel_source:
+        return row | {"error": "no final kernel in the trace"}
+    row["recorded_speedup"] = end.best_speedup
+    with tempfile.TemporaryDirectory() as tmp:
+        kernel = Path(tmp) / f"{folder.name}_final.py"
+        kernel.write_text(end.best_kernel_source, encoding="utf-8")
+        cmd = [sys.executable, "-m", "upskills", "check", spec, str(kernel), "--device", "cuda"]
+        env = dict(os.environ, CUDA_VISIBLE_DEVICES=gpu)
+        try:
+            proc = subprocess.run(
+                [*cmd, "--json"], capture_output=True, text=True, timeout=timeout, env=env
+            )
+        except subprocess.TimeoutExpired:
+            return row | {"error": f"timed out after {timeout:.0f} s"}
+    try:
+        verdict = json.loads(proc.stdout)
+    except json.JSONDecodeError:
+        return row | {"error": f"exit {proc.returncode}: {proc.stderr[-300:]}"}
+    new = verdict.get("speedup_eager")
+    row |= {
+        "passed": verdict.get("passed"),
+        "speedup": new,
+        "speedup_compile": verdict.get("speedup_compile"),
+        "gpu": verdict.get("gpu"),
+        "median_ms": (verdict.get("timing") or {}).get("median_ms"),
+    }
+    if new and end.best_speedup:
+        row["ratio"] = round(new / end.best_speedup, 4)
+        row["within_5pct"] = abs(new / end.best_speedup - 1) <= 0.05
+    return row
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("root", type=Path, help="folder of session folders")
+    ap.add_argument("--out", type=Path, required=True)
+    ap.add_argument("--gpus", default=None, help="GPU indices (default: all)")
+    ap.add_argument("--timeout", type=float, default=300)
+    args = ap.parse_args()
+    if args.gpus:
+        gpus = args.gpus.split(",")
+    else:
+        import torch
+
+        gpus = [str(i) for i in range(torch.cuda.device_count())]
+    folders = sorted(p.parent for p in args.root.glob("*/state.json"))
+    free: Queue[str] = Queue()
+    for g in gpus:
+        free.put(g)
+
+    def one(folder: Path) -> dict[str, Any]:
+        gpu = free.get()
+        try:
+            return recheck(folder, gpu, args.timeout)
+        finally:
+            free.put(gpu)
+
+    rows: list[dict[str, Any]] = []
+    with ThreadPoolExecutor(len(gpus)) as pool:
+        for row in pool.map(one, folders):
+            rows.append(row)
+            with open(args.out, "a", encoding="utf-8") as fh:
+                fh.write(json.dumps(row) + "\n")
+            print(json.dumps(row), flush=True)
+    ok = sum(1 for r in rows if r.get("within_5pct"))
+    print(f"{ok}/{len(rows)} final kernels re-checked within 5% of the recorded speedup")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
