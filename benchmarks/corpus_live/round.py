@@ -165,7 +165,10 @@ def run_round(items: list[Item], gpus: Sequence[str], workers: int, log: Any, ou
             it.results.extend(fut.result())
             say(
                 f"[timed {done}/{len(rest)} {time.perf_counter() - t0:6.0f}s] {it.folder}: "
-                + ", ".join(f"{r['tool']} {'ok' if r['passed'] else 'FAILED'}" for r in it.results)
+                + ", ".join(
+                    f"{r['tool']} {'done' if r['passed'] is None else 'ok' if r['passed'] else 'FAILED'}"
+                    for r in it.results
+                )
             )
             write_results(items, out / "round.txt")
 
