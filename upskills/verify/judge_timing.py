@@ -40,13 +40,18 @@ def time_main(judge: Judge, prepared: Prepared) -> None:
     t0 = time.monotonic()
     refs: list[list[Any]] = []
     wires: list[list[Any]] = []
+    shared: list[list[Any]] = []  # the judge-owned copies the handles point into: keep them alive
     n_sets = TIMING_INPUT_SETS
     for i in range(TIMING_INPUT_SETS):
         if i >= n_sets:
             break
-        inputs = build_inputs(prepared.module, judge.device, trial_seed(judge.job.seed, "timing", i))
+        inputs = build_inputs(
+            prepared.module, judge.device, trial_seed(judge.job.seed, "timing", i)
+        )
         refs.append(flatten_outputs(judge.reference(prepared, inputs)[0])[1])
-        wires.append(export_args(inputs, judge.arena)[1])  # the shared copy stays
+        copies, wire = export_args(inputs, judge.arena)
+        shared.append(copies)
+        wires.append(wire)
         if i == 0:
             n_sets = timing_sets(judge.device, nbytes(inputs) + nbytes(refs[0]), nbytes(refs[0]))
             if n_sets < TIMING_INPUT_SETS:
