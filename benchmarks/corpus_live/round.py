@@ -112,6 +112,10 @@ def _run(folder: str, tools: Sequence[str]) -> list[dict[str, Any]]:
     return out
 
 
+def _label(passed: bool | None) -> str:
+    return "done" if passed is None else "ok" if passed else "FAILED"
+
+
 def _pool(n: int, gpus: Sequence[str]) -> ProcessPoolExecutor:
     import multiprocessing as mp
 
@@ -165,10 +169,7 @@ def run_round(items: list[Item], gpus: Sequence[str], workers: int, log: Any, ou
             it.results.extend(fut.result())
             say(
                 f"[timed {done}/{len(rest)} {time.perf_counter() - t0:6.0f}s] {it.folder}: "
-                + ", ".join(
-                    f"{r['tool']} {'done' if r['passed'] is None else 'ok' if r['passed'] else 'FAILED'}"
-                    for r in it.results
-                )
+                + ", ".join(f"{r['tool']} {_label(r['passed'])}" for r in it.results)
             )
             write_results(items, out / "round.txt")
 

@@ -44,7 +44,7 @@ run=/tmp/smollm2-135m-ladder-h200
 timeout $((budget - 30)) python3 -m upskills lift --students /tmp/smollm2-135m.yaml \
   --skills skills/gpu-tiling --off-topic skills/gpu-kernel-debugging --compact \
   --cases testcases/ladder-tiling --rungs choose,fill,repair,write --samples 3 \
-  --traces traces/corpus-h200 --device cuda --out "$run" \
+  --traces traces/corpus-live --device cuda --out "$run" \
   --arms baseline,inline,placebo,off_topic,excerpt > "$OUT/lift_ladder.log" 2>&1
 echo "lift exit: $?"
 python3 -m upskills report "$run" --device cuda > "$OUT/report.log" 2>&1
