@@ -127,3 +127,30 @@ def test_timing_input_sets_shrink_to_what_the_gpu_can_hold(monkeypatch) -> None:
     assert timing_sets("cuda", 16 * gib, 8 * gib) == 1
     monkeypatch.setattr(torch.cuda, "mem_get_info", lambda *a: (2 * gib, 140 * gib))
     assert timing_sets("cuda", 16 * gib, 8 * gib) == 1  # never fewer than the one made
+
+
+def test_the_judge_gives_cached_and_ipc_memory_back_between_large_trials(monkeypatch) -> None:
+    from types import SimpleNamespace
+
+    import torch
+
+    from upskills.verify.judge import Judge
+
+    calls: list[str] = []
+    gib = 2**30
+    reserved = {"now": 9 * gib}
+    monkeypatch.setattr(torch.cuda, "memory_reserved", lambda *a: reserved["now"])
+    monkeypatch.setattr(torch.cuda, "memory_allocated", lambda *a: gib)
+    monkeypatch.setattr(torch.cuda, "synchronize", lambda *a: calls.append("sync"))
+    monkeypatch.setattr(torch.cuda, "ipc_collect", lambda: calls.append("ipc_collect"))
+    monkeypatch.setattr(torch.cuda, "empty_cache", lambda: calls.append("empty_cache"))
+    Judge.release_memory(SimpleNamespace(device="cpu"), force=True)  # type: ignore[arg-type]
+    assert calls == []
+    Judge.release_memory(SimpleNamespace(device="cuda"))  # type: ignore[arg-type]
+    assert calls == ["sync", "ipc_collect", "empty_cache"]
+    calls.clear()
+    reserved["now"] = gib + 2**20  # under 1 GiB cached: not worth a round trip to the driver
+    Judge.release_memory(SimpleNamespace(device="cuda"))  # type: ignore[arg-type]
+    assert calls == []
+    Judge.release_memory(SimpleNamespace(device="cuda"), force=True)  # type: ignore[arg-type]
+    assert calls == ["sync", "ipc_collect", "empty_cache"]

@@ -570,6 +570,7 @@ class Judge:
                 domain = domains[(index + i) % len(domains)] if index else "normal"
                 res = self.trial(prep, index, domain, prev)
                 self.result.variants.append(res)
+                self.release_memory()
                 count += 1
                 if not res.passed:
                     break
@@ -577,11 +578,32 @@ class Judge:
                 break
         self._conclude(count, len(prepared))
         prev.clear()  # large outputs: free them before the timing sets are built
+        self.release_memory(force=True)
         if self.result.passed and self.job.timing and self.device.startswith("cuda"):
             from upskills.verify.judge_timing import time_main
 
             time_main(self, self.main_for_timing(prepared))
         return self.result
+
+    def release_memory(self, force: bool = False) -> None:
+        """Give the GPU memory the judge no longer uses back to the device.
+
+        The judge's tensors die with each trial, but PyTorch keeps their blocks: the caching
+        allocator holds them for reuse and CUDA-IPC-shared storages wait in a limbo until the
+        candidate's reference is gone. Both count against the memory the candidate's process
+        can allocate; at KernelBench sizes (8 GiB per tensor) the judge held 112-128 GiB of an
+        H200 after six trials and the candidate's forward ran out of memory while being timed.
+        Released after trials that moved more than 1 GiB, and always before timing.
+        """
+        if not self.device.startswith("cuda"):
+            return
+        import torch
+
+        if not force and torch.cuda.memory_reserved() - torch.cuda.memory_allocated() < 2**30:
+            return
+        torch.cuda.synchronize()
+        torch.cuda.ipc_collect()
+        torch.cuda.empty_cache()
 
     def main_for_timing(self, prepared: list[Prepared]) -> Prepared:
         """The main variant, with the candidate's ``ModelNew`` rebuilt for it if need be.
