@@ -154,3 +154,24 @@ def test_the_judge_gives_cached_and_ipc_memory_back_between_large_trials(monkeyp
     assert calls == []
     Judge.release_memory(SimpleNamespace(device="cuda"), force=True)  # type: ignore[arg-type]
     assert calls == ["sync", "ipc_collect", "empty_cache"]
+
+
+def test_an_out_of_memory_failure_says_what_the_judge_held(monkeypatch) -> None:
+    from types import SimpleNamespace
+
+    import torch
+
+    from upskills.verify.judge import Judge
+    from upskills.verify.protocol import Failure
+
+    gib = 2**30
+    monkeypatch.setattr(torch.cuda, "memory_reserved", lambda *a: 112 * gib)
+    monkeypatch.setattr(torch.cuda, "mem_get_info", lambda *a: (5 * gib, 140 * gib))
+    judge = SimpleNamespace(device="cuda")
+    judge._memory_note = lambda: Judge._memory_note(judge)  # type: ignore[attr-defined]
+    text = "OutOfMemoryError: CUDA out of memory."
+    oom = Failure(error_class="runtime", stage="timing", message=text)
+    got = Judge.fail_from(judge, oom)  # type: ignore[arg-type]
+    assert "the judge held 112.0 GiB" in got.message and "5.0 of 140.0 GiB free" in got.message
+    other = Failure(error_class="runtime", stage="timing", message="ValueError: bad")
+    assert Judge.fail_from(judge, other).message == "ValueError: bad"  # type: ignore[arg-type]

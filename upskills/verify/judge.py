@@ -250,7 +250,24 @@ class Judge:
             stage = VerdictStage(failure.stage)
         except ValueError:
             stage = VerdictStage.CORRECTNESS
-        return StageFailure(cls, stage, failure.message, guard=failure.guard)
+        message = failure.message
+        if self.device.startswith("cuda") and "out of memory" in message.lower():
+            message += self._memory_note()
+        return StageFailure(cls, stage, message, guard=failure.guard)
+
+    def _memory_note(self) -> str:
+        """What the judge itself held on the GPU when the candidate ran out of memory."""
+        import torch
+
+        try:
+            held = torch.cuda.memory_reserved() / 2**30
+            free, total = torch.cuda.mem_get_info()
+        except RuntimeError:
+            return ""
+        return (
+            f" [the judge held {held:.1f} GiB of this GPU; {free / 2**30:.1f} of "
+            f"{total / 2**30:.1f} GiB free after the failure]"
+        )
 
     # ------------------------------------------------------------------ plan
 
