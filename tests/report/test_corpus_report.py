@@ -1,23 +1,60 @@
 import json
+import math
 
 import pytest
 from click.testing import CliRunner
 
 from upskills._cli.main import main
-from upskills.report.corpus import build_corpus_report, task_work, trace_row
+from upskills.report.corpus import build_corpus_report, corpus_ceilings, task_row, task_work
 from upskills.tasks import load_task
+from upskills.tasks.model import Task
 from upskills.trace import TraceWriter, read_trace
 from upskills.trace.events import Note, RunEnd, RunStart, ToolCall, ToolResult
 from upskills.verify.verdict import ErrorClass, Timing, Verdict
 
-ENV = {"gpu": "NVIDIA H200", "torch": "2.11.0", "triton": "3.6.0"}
+START_ENV = {"gpu": "unknown", "torch": "2.13.0+cpu", "triton": "3.9.0"}
+"""run_start environment: the machine that drove the session, not the one that judged."""
+JUDGE_ENV = {"gpu": "NVIDIA H200", "torch": "2.11.0+cu130", "triton": "3.6.0", "cuda": "13.0"}
+"""Verdict environment: the machine that judged."""
+CUDA_SRC = "from torch.utils.cpp_extension import load_inline\nload_inline(cuda_sources='')\n"
+TRITON_SRC = "import triton\n\n@triton.jit\ndef k():\n    pass\n"
+
+RELU_SOURCE = """import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def forward(self, x):
+        return torch.relu(x)
+
+
+batch_size = 16
+dim = 1024
+
+
+def get_inputs():
+    return [torch.rand(batch_size, dim)]
+
+
+def get_init_inputs():
+    return []
+"""
+KB_RELU = Task(
+    name="19_ReLU",
+    statement="ReLU (float32)",
+    tags=["elementwise"],
+    dtypes=["float32"],
+    source=RELU_SOURCE,
+    origin=".kb/KernelBench/level1/19_ReLU.py",
+)
+"""A KernelBench task that ``load_task`` cannot resolve by name: only state.json has it."""
 
 
 def _timing(ms: float) -> Timing:
     return Timing(median_ms=ms, p10_ms=ms, p90_ms=ms, mean_ms=ms, reps=100, spread=0.0)
 
 
-def _verdict(task, kernel, error=None, ms=None, eager_ms=None, compile_ms=None):
+def _verdict(task, kernel, error=None, ms=None, eager_ms=None, compile_ms=None, env=None):
     timed = ms is not None
     return Verdict(
         task=task.name,
@@ -32,26 +69,35 @@ def _verdict(task, kernel, error=None, ms=None, eager_ms=None, compile_ms=None):
         baselines={"eager": _timing(eager_ms), "compile": _timing(compile_ms)} if timed else {},
         speedup_eager=eager_ms / ms if timed else None,
         speedup_compile=compile_ms / ms if timed else None,
+        env=JUDGE_ENV if env is None else env,
     )
 
 
-def _trace(path, name, steps, end="solved", task_hash=None):
-    """Write a trace; each step is (tool, kernel hash, verdict or None)."""
-    task = load_task(name)
+def _trace(path, task, steps, end="solved", task_hash=None, ts=None, state=False):
+    """Write a trace; each step is (tool, kernel hash, verdict or None[, kernel source]).
+
+    ``state=True`` writes it as a session folder: ``path`` is the folder, the trace its
+    ``trace.jsonl`` beside a ``state.json`` that embeds ``task``.
+    """
+    if state:
+        path.mkdir(parents=True)
+        (path / "state.json").write_text(json.dumps({"task": task.model_dump()}))
+        path = path / "trace.jsonl"
     with TraceWriter(path) as w:
         tid = w.trace_id
         w.write(
             RunStart(
                 trace_id=tid,
-                task=name,
+                task=task.name,
                 task_hash=task_hash or task.hash,
                 agent_role="external",
                 agent_name="test-agent",
-                environment=ENV,
+                environment=START_ENV,
+                **({"ts": ts} if ts else {}),
             )
         )
         w.write(Note(trace_id=tid, text="plan"))
-        for i, (tool, kernel, verdict) in enumerate(steps):
+        for i, (tool, kernel, verdict, *source) in enumerate(steps):
             w.write(ToolCall(trace_id=tid, tool_name=tool, call_id=str(i)))
             w.write(
                 ToolResult(
@@ -59,6 +105,7 @@ def _trace(path, name, steps, end="solved", task_hash=None):
                     tool_name=tool,
                     call_id=str(i),
                     kernel_hash=kernel,
+                    kernel_source=source[0] if source else None,
                     verdict=verdict,
                 )
             )
@@ -71,7 +118,7 @@ def _vector_add_trace(path):
     t = load_task("vector_add")
     return _trace(
         path,
-        "vector_add",
+        t,
         [
             ("write_kernel", "k1", None),
             ("check", "k1", _verdict(t, "k1", ErrorClass.MISMATCH)),
@@ -108,10 +155,10 @@ def test_task_work_falls_back_to_cpu_without_a_meta_kernel():
 
 
 def test_row_numbers_match_hand_computation(tmp_path):
-    row = trace_row(read_trace(_vector_add_trace(tmp_path / "va.jsonl")))
-    assert row.attempts == 3
-    assert row.history == ["FAIL mismatch", "PASS 1.20x", "PASS 2.40x"]
-    assert row.repaired_failures == 1
+    row = task_row([read_trace(_vector_add_trace(tmp_path / "va.jsonl"))])
+    assert row.attempts == 3 and row.sessions == 1 and row.origin == "builtin"
+    assert row.history == [["FAIL mismatch", "PASS 1.20x", "PASS 2.40x"]]
+    assert (row.repaired_failures, row.unchanged_failures) == (1, 0)
     assert (row.final_kernel, row.final_from, row.median_ms) == ("k3", "submit", 0.25)
     assert row.speedup_eager == pytest.approx(2.4) and row.speedup_compile == pytest.approx(1.5)
     assert row.bound == "memory" and row.bytes == 805306368 and row.flops is None
@@ -127,9 +174,9 @@ def test_without_submit_the_fastest_passing_kernel_is_final(tmp_path):
         ("benchmark", "b", _verdict(t, "b", ms=0.4, eager_ms=0.19, compile_ms=0.2)),
         ("check", "c", _verdict(t, "c", ErrorClass.COMPILE)),
     ]
-    path = _trace(tmp_path / "g.jsonl", "gemm_fp16", steps, end="budget", task_hash="stale")
-    row = trace_row(read_trace(path), peak_tflops=1000.0)
-    assert row.history == ["PASS 0.95x", "PASS 0.47x", "FAIL compile"]
+    path = _trace(tmp_path / "g.jsonl", t, steps, end="budget", task_hash="stale")
+    row = task_row([read_trace(path)], peak_tflops=1000.0)
+    assert row.history == [["PASS 0.95x", "PASS 0.47x", "FAIL compile"]]
     assert row.repaired_failures == 0 and row.outcome == "budget"
     assert (row.final_kernel, row.final_from) == ("a", "best")
     assert row.bound == "compute" and row.gbs is None
@@ -138,24 +185,192 @@ def test_without_submit_the_fastest_passing_kernel_is_final(tmp_path):
     assert row.notes == [f"task changed since the trace (stale -> {t.hash})"]
 
 
-def test_totals_shortfalls_and_files_from_the_cli(tmp_path):
+def test_sessions_of_one_task_are_one_row_and_a_rejected_kernel_passed_unchanged(tmp_path):
+    t = load_task("vector_add")
+    # The folder that sorts first started second: sessions are ordered by run_start time.
+    second = [
+        ("check", "k1", _verdict(t, "k1")),
+        ("benchmark", "k1", _verdict(t, "k1", ms=0.3, eager_ms=0.6, compile_ms=0.4)),
+        ("submit", "k1", _verdict(t, "k1", ms=0.25, eager_ms=0.6, compile_ms=0.5)),
+    ]
+    first = [
+        ("check", "k1", _verdict(t, "k1")),
+        ("benchmark", "k1", _verdict(t, "k1", ms=0.5, eager_ms=0.6, compile_ms=0.4)),
+        ("submit", "k1", _verdict(t, "k1", ErrorClass.GUARD)),  # the verifier's bug
+    ]
+    _trace(tmp_path / "c" / "a-s2", t, second, ts="2026-11-30T21:00:00+00:00", state=True)
+    _trace(tmp_path / "c" / "b", t, first, "unsolved", ts="2026-11-30T20:00:00+00:00", state=True)
+    rep = build_corpus_report([tmp_path / "c"], "cmd")
+    assert len(rep.rows) == 1 and rep.totals["tasks"] == 1 and rep.totals["sessions"] == 2
+    row = rep.rows[0]
+    assert [p.split("/")[-2] for p in row.traces] == ["b", "a-s2"]
+    assert row.history == [["FAIL guard"], ["PASS 2.40x"]]
+    assert (row.outcome, row.session_outcomes) == ("solved", ["unsolved", "solved"])
+    assert (row.repaired_failures, row.unchanged_failures, row.attempts) == (0, 1, 1)
+    assert (row.final_kernel, row.final_from, row.median_ms) == ("k1", "submit", 0.25)
+    assert row.speedup_compile == pytest.approx(2.0)
+    assert row.notes == [
+        "session 1, submit: FAIL guard of k1, failed then passed unchanged: not the kernel's fault"
+    ]
+    assert rep.totals["solved"] == 1 and rep.totals["with_unchanged_failure"] == 1
+    assert rep.totals["with_repaired_failure"] == 0
+    # 805306368 bytes / 0.25 ms = 3221 GB/s = 74.9% of 4300; history keeps the sessions apart
+    assert rep.shortfalls == [
+        "vector_add: 74.9% of copy bandwidth (attempts: FAIL guard | PASS 2.40x)"
+    ]
+
+
+def test_a_failure_is_cleared_only_by_a_pass_as_far_along(tmp_path):
+    t = load_task("vector_add")
+    steps = [
+        ("benchmark", "k1", _verdict(t, "k1", ms=0.5, eager_ms=0.6, compile_ms=0.4)),
+        ("submit", "k1", _verdict(t, "k1", ErrorClass.GUARD)),
+    ]
+    a = _trace(tmp_path / "a.jsonl", t, steps, "unsolved", ts="2026-11-30T20:00:00+00:00")
+    again = [("check", "k1", _verdict(t, "k1")), ("write_kernel", "k2", None)]
+    b = _trace(tmp_path / "b.jsonl", t, again, None, ts="2026-11-30T21:00:00+00:00")
+    row = task_row([read_trace(a), read_trace(b)])
+    assert row.history == [["FAIL guard"], ["PASS", "UNCHECKED"]]
+    assert (row.unchanged_failures, row.repaired_failures) == (0, 0)  # a check is not a submit
+    assert (row.outcome, row.final_from, row.final_kernel) == (None, "best", "k1")
+    # a kernel that failed a benchmark and passed the next one, in one session
+    flaky = [
+        ("benchmark", "k1", _verdict(t, "k1", ErrorClass.GUARD)),
+        ("benchmark", "k1", _verdict(t, "k1", ms=0.3, eager_ms=0.6, compile_ms=0.4)),
+    ]
+    row = task_row([read_trace(_trace(tmp_path / "c.jsonl", t, flaky))])
+    assert row.history == [["FAIL guard, then PASS 2.00x"]]
+    assert (row.unchanged_failures, row.repaired_failures) == (1, 0)
+    # another kernel passing after a failure in an earlier session is a repair
+    broken = [("check", "k1", _verdict(t, "k1", ErrorClass.MISMATCH))]
+    fixed = [("check", "k2", _verdict(t, "k2"))]
+    d = _trace(tmp_path / "d.jsonl", t, broken, "unsolved", ts="2026-11-30T20:00:00+00:00")
+    e = _trace(tmp_path / "e.jsonl", t, fixed, "solved", ts="2026-11-30T21:00:00+00:00")
+    row = task_row([read_trace(d), read_trace(e)])
+    assert (row.unchanged_failures, row.repaired_failures) == (0, 1)
+
+
+def test_a_kernelbench_task_is_sized_from_the_state_json(tmp_path):
+    with pytest.raises(Exception):  # noqa: B017 - any failure: the name alone does not resolve
+        load_task("19_ReLU")
+    steps = [("submit", "r", _verdict(KB_RELU, "r", ms=0.001, eager_ms=0.002, compile_ms=0.001))]
+    path = _trace(tmp_path / "kb1_19_relu", KB_RELU, steps, state=True)
+    row = task_row([read_trace(path)])
+    assert (row.task, row.origin, row.tags, row.bound) == (
+        "19_ReLU", "kernelbench", ["elementwise"], "memory"
+    )  # fmt: skip
+    assert row.bytes == 2 * 16 * 1024 * 4 and row.flops is None  # x read, out written, fp32
+    assert row.gbs == pytest.approx(131072 / 1e-6 / 1e9)  # 131.072 GB/s
+    assert row.notes == []
+    # a state.json without a valid task is reported, and the name is tried instead
+    (tmp_path / "kb1_19_relu" / "state.json").write_text('{"task": {"name": "19_ReLU"}}')
+    row = task_row([read_trace(path)])
+    assert row.bytes is None and row.origin is None
+    assert "no valid embedded task" in row.notes[0] and "task not loadable" in row.notes[1]
+
+
+def test_geomeans_over_solved_tasks_by_language_and_origin(tmp_path):
+    va, sm, gemm = load_task("vector_add"), load_task("softmax_rows"), load_task("gemm_fp16")
+
+    def solved(task, eager, compiled, source):
+        v = _verdict(task, "k", ms=1.0, eager_ms=eager, compile_ms=compiled)
+        return [("submit", "k", v, source)]
+
+    _trace(tmp_path / "c" / "va.jsonl", va, solved(va, 2.0, 0.5, CUDA_SRC))
+    _trace(tmp_path / "c" / "sm.jsonl", sm, solved(sm, 4.0, 2.0, TRITON_SRC))
+    _trace(tmp_path / "c" / "kb", KB_RELU, solved(KB_RELU, 0.5, 1.0, TRITON_SRC), state=True)
+    # unsolved: its 100x must not count
+    _trace(tmp_path / "c" / "g.jsonl", gemm, solved(gemm, 100.0, 100.0, CUDA_SRC), "budget")
+    rep = build_corpus_report([tmp_path / "c"], "cmd")
+    got = {(g.by, g.group): (g.tasks, g.vs_eager, g.vs_compile) for g in rep.geomeans}
+    assert got == {
+        ("all", "all"): (3, pytest.approx(4 ** (1 / 3)), pytest.approx(1.0)),  # (2*4*0.5)^(1/3)
+        ("language", "cuda"): (1, pytest.approx(2.0), pytest.approx(0.5)),
+        ("language", "triton"): (2, pytest.approx(math.sqrt(2)), pytest.approx(math.sqrt(2))),
+        ("origin", "builtin"): (2, pytest.approx(math.sqrt(8)), pytest.approx(1.0)),
+        ("origin", "kernelbench"): (1, pytest.approx(0.5), pytest.approx(1.0)),
+    }
+    assert [r.language for r in rep.rows] == ["cuda", "triton", "triton", "cuda"]  # g, kb, sm, va
+    from upskills.report.corpus_markdown import render_corpus_markdown
+
+    md = render_corpus_markdown(rep)
+    assert "final kernels: 1.59x vs eager, 1.00x vs torch.compile (3 tasks)" in md
+    assert "  - language triton: 1.41x vs eager, 1.41x vs torch.compile (2 tasks)" in md
+    assert "  - origin kernelbench: 0.50x vs eager, 1.00x vs torch.compile (1 tasks)" in md
+
+
+def test_the_environment_is_the_verdicts_not_run_start(tmp_path):
+    t = load_task("vector_add")
+    other = {"gpu": "NVIDIA H100", "torch": "2.10.0+cu128", "triton": "3.5.0", "cuda": "12.8"}
+    steps = [
+        ("check", "k", _verdict(t, "k")),
+        ("benchmark", "k", _verdict(t, "k", ms=1.0, eager_ms=1.0, compile_ms=1.0)),
+        ("check", "j", _verdict(t, "j", env=other)),
+    ]
+    rep = build_corpus_report([_trace(tmp_path / "t.jsonl", t, steps)], "cmd")
+    envs = [e.model_dump() for e in rep.environments]
+    assert envs == [{**other, "verdicts": 1}, {**JUDGE_ENV, "verdicts": 2}]
+    from upskills.report.corpus_markdown import render_corpus_markdown
+
+    md = render_corpus_markdown(rep)
+    assert (
+        "- Judged on: NVIDIA H100, torch 2.10.0+cu128, triton 3.5.0, CUDA 12.8 (1 verdicts); "
+        "NVIDIA H200, torch 2.11.0+cu130, triton 3.6.0, CUDA 13.0 (2 verdicts)"
+    ) in md
+    assert "2.13.0+cpu" not in md and "3.9.0" not in md
+
+
+def _ceilings_file(path, **extra):
+    data = {"gpu": "NVIDIA H200", "torch": "2.11.0+cu130", "copy_gb_per_s": 4000.0}
+    path.write_text(json.dumps({**data, "copy_ms": 2.0, **extra}))
+    return path
+
+
+def test_ceilings_come_from_a_file_and_flags_override_them(tmp_path):
+    f = _ceilings_file(
+        tmp_path / "ceil.json", matmul_float16_tflops=500.0, matmul_bfloat16_tflops=600.0
+    )
+    got = corpus_ceilings(f)
+    assert (got.copy_bandwidth_gbs, got.peak_tflops) == (4000.0, 500.0)  # fp16, not bf16
+    assert (got.file, got.gpu, got.overridden) == (str(f), "NVIDIA H200", [])
+    got = corpus_ceilings(f, peak_tflops=1000.0)
+    assert (got.copy_bandwidth_gbs, got.peak_tflops, got.overridden) == (4000.0, 1000.0, ["peak"])
+    assert corpus_ceilings().model_dump() == {
+        "copy_bandwidth_gbs": 4300.0, "peak_tflops": 790.0, "file": None, "gpu": None,
+        "overridden": [],
+    }  # fmt: skip
+    with pytest.raises(ValueError, match="no matmul_float16_tflops"):
+        corpus_ceilings(_ceilings_file(tmp_path / "nofp16.json", matmul_bfloat16_tflops=600.0))
+    with pytest.raises(ValueError, match="not a ceilings file"):
+        corpus_ceilings(tmp_path / "missing.json")
+
+
+def test_totals_shortfalls_and_files_from_the_cli(tmp_path, monkeypatch):
+    monkeypatch.delenv("UPSKILLS_CEILINGS", raising=False)
+    monkeypatch.chdir(tmp_path)
     _vector_add_trace(tmp_path / "t" / "va.jsonl")
     t = load_task("gemm_fp16")
     gemm = [("benchmark", "a", _verdict(t, "a", ms=0.2, eager_ms=0.19, compile_ms=0.2))]
-    _trace(tmp_path / "t" / "g.jsonl", "gemm_fp16", gemm, end=None)
-    out, js = tmp_path / "r" / "corpus.md", tmp_path / "r" / "corpus.json"
-    args = ["traces", "report", str(tmp_path / "t"), "--out", str(out), "--json", str(js)]
-    res = CliRunner().invoke(main, [*args, "--copy-bandwidth-gbs", "4000"])
+    _trace(tmp_path / "t" / "g.jsonl", t, gemm, end=None)
+    _ceilings_file(tmp_path / "ceil.json", matmul_float16_tflops=790.0)
+    args = ["traces", "report", "t", "--out", "r/corpus.md", "--json", "r/corpus.json"]
+    res = CliRunner().invoke(main, [*args, "--ceilings", "ceil.json"])
     assert res.exit_code == 0, res.output
-    data = json.loads(js.read_text())
-    assert data["copy_bandwidth_gbs"] == 4000 and data["peak_tflops"] == 790
-    assert data["gpus"] == ["NVIDIA H200"] and data["agents"] == ["external/test-agent"]
-    assert data["versions"] == {"torch": ["2.11.0"], "triton": ["3.6.0"]}
+    assert "1/2 tasks solved (2 sessions)" in res.output
+    data = json.loads((tmp_path / "r" / "corpus.json").read_text())
+    assert data["ceilings"] == {
+        "copy_bandwidth_gbs": 4000.0, "peak_tflops": 790.0, "file": "ceil.json",
+        "gpu": "NVIDIA H200", "overridden": [],
+    }  # fmt: skip
+    assert data["agents"] == ["external/test-agent"]
     assert data["totals"] == {
         "tasks": 2,
+        "sessions": 2,
         "solved": 1,
         "with_repaired_failure": 1,
-        "at_least_eager": 1,
+        "with_unchanged_failure": 0,
+        "solved_at_least_eager": 1,
+        "solved_at_least_compile": 1,
         "memory_bound": 1,
         "memory_bound_at_80pct_copy": 1,  # 3221 GB/s is 80.5% of 4000
         "gemm": 1,
@@ -164,13 +379,28 @@ def test_totals_shortfalls_and_files_from_the_cli(tmp_path):
     assert data["shortfalls"] == [
         "gemm_fp16: not solved (no run_end); slower than eager (0.950x) (attempts: PASS 0.95x)"
     ]
-    md = out.read_text()
-    assert f"`upskills traces report {tmp_path / 't'} --out {out} --json {js}" in md
-    assert "copy bandwidth 4000 GB/s" in md and "NVIDIA H200" in md
-    row = "| vector_add | elementwise | 3 | FAIL mismatch -> PASS 1.20x -> PASS 2.40x | 1 |"
+    md = (tmp_path / "r" / "corpus.md").read_text()
+    cmd = "upskills traces report t --ceilings ceil.json --out r/corpus.md --json r/corpus.json`"
+    assert f"- Command: `{cmd}" in md
+    assert "copy bandwidth 4000 GB/s" in md and "from `ceil.json`, measured on NVIDIA H200." in md
+    row = "| vector_add | builtin | - | elementwise | 1 | 3 "
+    row += "| FAIL mismatch -> PASS 1.20x -> PASS 2.40x | 1 / 0 |"
     assert row + " k3 (submit) | 0.2500 | 2.40x | 1.50x | 3221 GB/s | 81% copy |" in md
     assert "687 TFLOP/s | 87% peak |" in md
-    assert "- Tasks solved: 1/2" in md
+    assert "- Tasks solved: 1/2 (2 sessions)" in md
+    # an override is recorded on the command line and named in the header
+    res = CliRunner().invoke(main, [*args, "--ceilings", "ceil.json", "--peak-tflops", "1000"])
+    assert res.exit_code == 0, res.output
+    md = (tmp_path / "r" / "corpus.md").read_text()
+    assert "--json r/corpus.json --peak-tflops 1000`" in md and "peak overridden" in md
+    assert "687 TFLOP/s | 69% peak |" in md
+    # without a file the built-in ceilings are used and recorded
+    res = CliRunner().invoke(main, args)
+    assert res.exit_code == 0, res.output
+    md = (tmp_path / "r" / "corpus.md").read_text()
+    assert "--copy-bandwidth-gbs 4300 --peak-tflops 790`" in md and "built-in values" in md
+    res = CliRunner().invoke(main, [*args, "--ceilings", "missing.json"])
+    assert res.exit_code != 0 and "not a ceilings file" in res.output
 
 
 def test_a_trace_without_run_start_is_a_clear_error(tmp_path):

@@ -222,43 +222,57 @@ def export_cmd(paths: tuple[str, ...], fmt: str, out: str | None) -> None:
 )
 @click.option("--json", "json_out", type=click.Path(dir_okay=False), help="Also write JSON here.")
 @click.option(
+    "--ceilings",
+    "ceilings_file",
+    type=click.Path(dir_okay=False),
+    envvar="UPSKILLS_CEILINGS",
+    help="Ceilings JSON (copy_gb_per_s, matmul_float16_tflops, gpu) to divide by "
+    "[default: 4300 GB/s and 790 TFLOP/s, measured on the H200].",
+)
+@click.option(
     "--copy-bandwidth-gbs",
     type=click.FloatRange(min=0, min_open=True),
-    help="Copy ceiling, GB/s of read + write bytes [default: 4300, measured on the H200].",
+    help="Copy ceiling, GB/s of read + write bytes; overrides --ceilings.",
 )
 @click.option(
     "--peak-tflops",
     type=click.FloatRange(min=0, min_open=True),
-    help="Dense bf16/fp16 torch.matmul peak, TFLOP/s [default: 790, measured on the H200].",
+    help="Dense fp16 torch.matmul peak, TFLOP/s; overrides --ceilings.",
 )
 def report_cmd(
     paths: tuple[str, ...],
     out: str,
     json_out: str | None,
+    ceilings_file: str | None,
     copy_bandwidth_gbs: float | None,
     peak_tflops: float | None,
 ) -> None:
-    """Write a Markdown report of a teacher corpus: attempts, speedups, bandwidth, shortfalls."""
+    """Write a Markdown report of a teacher corpus: one row per task, geomeans, shortfalls.
+
+    A task worked in several sessions is one row, its verdict history kept per session.
+    """
     import shlex
 
-    from upskills.report.corpus import COPY_BANDWIDTH_GBS, PEAK_TFLOPS, write_corpus_report
+    from upskills.report.corpus import corpus_ceilings, write_corpus_report
 
-    copy_bandwidth_gbs = copy_bandwidth_gbs or COPY_BANDWIDTH_GBS
-    peak_tflops = peak_tflops or PEAK_TFLOPS
     files = _files(paths)
-    argv = ["upskills", "traces", "report", *paths, "--out", out]
-    argv += ["--json", json_out] if json_out else []
-    argv += ["--copy-bandwidth-gbs", f"{copy_bandwidth_gbs:g}", "--peak-tflops", f"{peak_tflops:g}"]
+    argv = ["upskills", "traces", "report", *paths]
+    argv += ["--ceilings", ceilings_file] if ceilings_file else []
+    argv += ["--out", out] + (["--json", json_out] if json_out else [])
     try:
-        rep = write_corpus_report(
-            files, out, json_out, shlex.join(argv), copy_bandwidth_gbs, peak_tflops
-        )
+        ceilings = corpus_ceilings(ceilings_file, copy_bandwidth_gbs, peak_tflops)
+        if ceilings_file is None or copy_bandwidth_gbs is not None:
+            argv += ["--copy-bandwidth-gbs", f"{ceilings.copy_bandwidth_gbs:g}"]
+        if ceilings_file is None or peak_tflops is not None:
+            argv += ["--peak-tflops", f"{ceilings.peak_tflops:g}"]
+        rep = write_corpus_report(files, out, json_out, shlex.join(argv), ceilings)
     except ValueError as exc:
         raise click.ClickException(str(exc)) from exc
     t = rep.totals
     _err().print(f"wrote {out}" + (f" and {json_out}" if json_out else ""))
     _out().print(
-        f"{t['solved']}/{t['tasks']} solved, {t['at_least_eager']} at least as fast as eager, "
+        f"{t['solved']}/{t['tasks']} tasks solved ({t['sessions']} sessions), "
+        f"{t['solved_at_least_eager']} at least as fast as eager, "
         f"{len(rep.shortfalls)} shortfalls",
         highlight=False,
     )

@@ -1,25 +1,33 @@
 """The teacher-corpus report: what a set of traces shows, task by task, against hardware ceilings.
 
-Every number comes from the traces (verdict timings and speedups, run_start environment) and
-from the tasks' main variants built on torch's ``meta`` device (sizes only, no data). The only
-constants are the two ceilings, both measured on this workplace's H200 and overridable: the
-device-to-device copy bandwidth (read + write bytes) and the dense bf16/fp16 ``torch.matmul``
-peak. It does not re-run or re-time anything.
+Traces are grouped by task: a task worked in several sessions (a second session after a verifier
+bug rejected the first one's submission) is one row, its verdict history kept session by session.
+Every number comes from the traces (verdict timings, speedups and environments) and from the
+tasks' main variants built on torch's ``meta`` device (sizes only, no data). A trace in a session
+folder is sized with the task embedded in the folder's ``state.json`` (so a KernelBench task whose
+file is absent still has bytes and FLOPs); any other trace with ``load_task(name)``. The only
+constants are the two ceilings: copy bandwidth (read + write bytes) and the dense fp16
+``torch.matmul`` peak, read from a ceilings file or built-in values measured on this workplace's
+H200, either overridable. It does not re-run or re-time anything.
 """
 
 from __future__ import annotations
 
+import math
 import shlex
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from upskills.report.corpus_markdown import history_text, render_corpus_markdown
+from upskills.report.corpus_tasks import origin_kind, resolve_task, task_work
 from upskills.trace import iter_trace_files, read_trace
 from upskills.trace.attempts import attempts_of
 from upskills.trace.events import ToolResult
 from upskills.trace.reader import TraceFile
+from upskills.trace.stats import kernel_language
 from upskills.verify.verdict import Verdict
 
 COPY_BANDWIDTH_GBS = 4300.0
@@ -37,31 +45,47 @@ GEMM_TOLERANCE = 1.2
 """A GEMM is "within 1.2x of torch.matmul" when eager median / kernel median >= 1 / 1.2."""
 BANDWIDTH_TARGET = 0.8
 """Memory-bound kernels are counted when they reach this fraction of the copy bandwidth."""
+STAGES = {"check": 0, "benchmark": 1, "profile": 1, "submit": 2}
+"""How far along the verifier a tool's verdict goes; a failure is cleared by a pass as far."""
+UNCHANGED_NOTE = "failed then passed unchanged: not the kernel's fault"
+"""Label of a failure whose very kernel (same hash) passed later, e.g. a verifier bug."""
 
 
 class TaskRow(BaseModel):
-    """One trace: one task's attempts and its final kernel against the ceilings."""
+    """One task: its attempts over every session and its final kernel against the ceilings."""
 
     model_config = ConfigDict(extra="forbid")
 
     task: str
     """Task name (from run_start)."""
-    trace: str
-    """Trace file."""
+    task_hash: str = ""
+    """Task hash from the last session's run_start."""
+    traces: list[str] = Field(default_factory=list)
+    """Trace files, one per session, in the order the sessions started."""
+    sessions: int = 0
+    """Number of sessions (traces) on this task."""
+    origin: str | None = None
+    """``builtin``, ``kernelbench``, or the task's origin string; None when the task is unknown."""
+    language: str | None = None
+    """Final kernel's language: ``cuda`` (``load_inline``), ``triton``, else None."""
     tags: list[str] = Field(default_factory=list)
     """Task tags."""
     bound: str | None = None
     """``memory`` or ``compute`` (by tag), None when neither applies."""
     outcome: str | None = None
-    """run_end outcome; None when the trace has no run_end."""
+    """``solved`` when any session solved it, else the last session's run_end outcome (or None)."""
+    session_outcomes: list[str | None] = Field(default_factory=list)
+    """Each session's run_end outcome, in order; None for a session with no run_end."""
     attempts: int = 0
-    """Distinct kernels written (re-writing an earlier kernel is not a new attempt)."""
-    history: list[str] = Field(default_factory=list)
-    """One entry per attempt, in order: ``FAIL <class>``, ``PASS <speedup>x``, ``PASS``."""
+    """Distinct kernels written over all sessions (re-writing a kernel is not a new attempt)."""
+    history: list[list[str]] = Field(default_factory=list)
+    """Per session, one entry per kernel in order: ``FAIL <class>``, ``PASS <speedup>x``, ...."""
     repaired_failures: int = 0
-    """Failing attempts followed by a later attempt that passed."""
+    """Failing attempts followed by a later attempt, of another kernel, that passed."""
+    unchanged_failures: int = 0
+    """Failing attempts whose same kernel (same hash) passed later: not the kernel's fault."""
     final_kernel: str | None = None
-    """Hash of the submitted kernel (the last passing submit), else the fastest passing one."""
+    """Hash of the best passing submitted kernel over all sessions, else the best passing one."""
     final_from: str | None = None
     """``submit`` or ``best``: how the final kernel was chosen."""
     median_ms: float | None = None
@@ -83,7 +107,60 @@ class TaskRow(BaseModel):
     pct_peak: float | None = None
     """Achieved TFLOP/s as a percentage of the matmul peak."""
     notes: list[str] = Field(default_factory=list)
-    """Anything that makes a number missing or suspect (task changed since the trace...)."""
+    """Anything that makes a number missing or suspect, and failures passed unchanged later."""
+
+
+class JudgeEnvironment(BaseModel):
+    """One distinct machine and software combination that judged verdicts (a verdict's ``env``)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    gpu: str = ""
+    """GPU name."""
+    torch: str = ""
+    """torch version."""
+    triton: str = ""
+    """triton version."""
+    cuda: str = ""
+    """CUDA version torch was built with."""
+    verdicts: int = 0
+    """Verdicts judged in this environment."""
+
+
+class Geomean(BaseModel):
+    """Geometric-mean speedups of the final kernels of one group of solved tasks."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    by: str
+    """``all``, ``language`` or ``origin``."""
+    group: str
+    """``all``; ``cuda``/``triton``/``other``; ``builtin``/``kernelbench``/... ."""
+    tasks: int
+    """Solved tasks in the group with a timed final kernel."""
+    vs_eager: float | None = None
+    """Geomean of eager median / kernel median over those tasks."""
+    tasks_with_compile: int = 0
+    """Of those, tasks with a torch.compile baseline."""
+    vs_compile: float | None = None
+    """Geomean of torch.compile median / kernel median over those."""
+
+
+class CorpusCeilings(BaseModel):
+    """The two ceilings the report divides by, and where they came from."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    copy_bandwidth_gbs: float = COPY_BANDWIDTH_GBS
+    """Copy ceiling, GB/s (read + write bytes)."""
+    peak_tflops: float = PEAK_TFLOPS
+    """Dense fp16 matmul peak, TFLOP/s."""
+    file: str | None = None
+    """Ceilings file they were read from; None for the built-in values."""
+    gpu: str | None = None
+    """GPU the ceilings file was measured on."""
+    overridden: list[str] = Field(default_factory=list)
+    """Ceilings given on the command line instead (``copy``, ``peak``)."""
 
 
 class CorpusReport(BaseModel):
@@ -93,94 +170,118 @@ class CorpusReport(BaseModel):
 
     command: str
     """Command that produced the report."""
-    gpus: list[str] = Field(default_factory=list)
-    """GPUs named by the verdicts."""
-    versions: dict[str, list[str]] = Field(default_factory=dict)
-    """torch and triton versions from the run_start environments."""
+    environments: list[JudgeEnvironment] = Field(default_factory=list)
+    """Distinct GPU/torch/triton/CUDA combinations of the verdicts (the machines that judged)."""
     agents: list[str] = Field(default_factory=list)
     """``role/name`` of the agents that produced the traces (from run_start)."""
-    copy_bandwidth_gbs: float
-    """Copy ceiling used, GB/s (read + write bytes)."""
-    peak_tflops: float
-    """Matmul peak used, TFLOP/s."""
+    ceilings: CorpusCeilings = Field(default_factory=CorpusCeilings)
+    """Ceilings used."""
     rows: list[TaskRow] = Field(default_factory=list)
-    """One row per trace."""
+    """One row per task."""
     totals: dict[str, int] = Field(default_factory=dict)
-    """Counts: tasks, solved, repaired, as fast as eager, memory-bound at 80%, GEMMs within 1.2x."""
+    """Counts per task: tasks, sessions, solved, repaired, as fast as eager, at 80%, GEMMs."""
+    geomeans: list[Geomean] = Field(default_factory=list)
+    """Geomean speedups over solved tasks: all, by kernel language, by task origin."""
     shortfalls: list[str] = Field(default_factory=list)
-    """Tasks that miss a target, with the attempts the trace shows."""
+    """Tasks that miss a target, with the attempts their sessions show."""
 
 
-def _flat_tensors(obj: Any) -> list[Any]:
-    import torch
+def corpus_ceilings(
+    file: str | Path | None = None,
+    copy_bandwidth_gbs: float | None = None,
+    peak_tflops: float | None = None,
+) -> CorpusCeilings:
+    """The ceilings to use: a ceilings file's, else the built-in ones, then any override.
 
-    if isinstance(obj, torch.Tensor):
-        return [obj]
-    if isinstance(obj, list | tuple):
-        return [t for x in obj for t in _flat_tensors(x)]
-    return []
+    Args:
+        file: a ceilings JSON (``copy_gb_per_s``, ``matmul_float16_tflops``, ``gpu``), or None.
+        copy_bandwidth_gbs: copy ceiling that overrides the file's, GB/s.
+        peak_tflops: fp16 matmul peak that overrides the file's, TFLOP/s.
 
-
-def _run(task: Any, device: str) -> tuple[list[Any], list[Any], list[Any]]:
-    import torch
-
-    from upskills.tasks import runtime
-
-    model, inputs, _ = runtime.build(task, None, device, 0)
-    with torch.no_grad(), torch.device(device):
-        out = model(*inputs)
-    params = list(model.parameters()) + list(model.buffers()) if hasattr(model, "buffers") else []
-    return _flat_tensors(inputs), params, _flat_tensors(out)
-
-
-def task_work(task: Any) -> tuple[int, float | None]:
-    """Minimum bytes moved and FLOPs of a task's main variant, from a meta-device build.
-
-    Bytes: every input tensor and parameter read once plus every output written once. FLOPs
-    (None unless tagged gemm or attention): gemm ``2 * numel(out) * K`` with ``K`` the last
-    dimension of the first input (``2*M*N*K``, times the batch for bmm); attention with q
-    ``[B, H, S, D]`` and k ``[B, H, Sk, D]``: ``2 * 2*B*H*S*Sk*D`` (QK^T and PV), halved when
-    the task is causal (``causal`` in its name or statement). An op with no meta kernel
-    (``bincount``) is run on the CPU instead. A gather (tag ``gather``) reads only the rows it
-    gathers, not its whole table: bytes are the indices plus the output, twice (rows read and
-    written), so a random gather is not credited with bandwidth it never used.
+    Raises:
+        ValueError: the file cannot be read, or has no fp16 matmul rate and none is given.
     """
-    try:
-        inputs, params, outs = _run(task, "meta")
-    except (NotImplementedError, RuntimeError):
-        inputs, params, outs = _run(task, "cpu")
-    nbytes = sum(t.numel() * t.element_size() for t in inputs + params + outs)
-    if "gather" in task.tags:
-        index_bytes = sum(t.numel() * t.element_size() for t in inputs if not t.is_floating_point())
-        nbytes = index_bytes + 2 * sum(t.numel() * t.element_size() for t in outs)
-    flops: float | None = None
-    if "gemm" in task.tags:
-        flops = 2.0 * outs[0].numel() * inputs[0].shape[-1]
-    elif "attention" in task.tags:
-        b, h, s, d = inputs[0].shape
-        causal = "causal" in task.name or "causal" in task.statement.lower()
-        flops = 4.0 * b * h * s * inputs[1].shape[-2] * d / (2 if causal else 1)
-    return nbytes, flops
+    from upskills.verify.profile import load_ceilings
+
+    got = CorpusCeilings()
+    if file is not None:
+        measured = load_ceilings(file)
+        if measured.matmul_float16_tflops is None and peak_tflops is None:
+            raise ValueError(f"{file}: no matmul_float16_tflops; pass --peak-tflops")
+        got = CorpusCeilings(
+            copy_bandwidth_gbs=measured.copy_gb_per_s,
+            peak_tflops=measured.matmul_float16_tflops or PEAK_TFLOPS,
+            file=str(file),
+            gpu=measured.gpu or None,
+        )
+    if copy_bandwidth_gbs is not None:
+        got.copy_bandwidth_gbs = copy_bandwidth_gbs
+        got.overridden.append("copy")
+    if peak_tflops is not None:
+        got.peak_tflops = peak_tflops
+        got.overridden.append("peak")
+    return got
 
 
-def _attempts(trace: TraceFile) -> tuple[list[str], dict[str, list[Verdict]], list[Verdict]]:
-    """Kernel hashes in order of first writing, their verdicts, and the submit verdicts."""
-    verdicts: dict[str, list[Verdict]] = {}
-    submits: list[Verdict] = []
-    for a in attempts_of(trace.events):
-        verdicts.setdefault(a.kernel_hash, []).extend(a.verdicts)
-        submits += a.submitted
-    return list(verdicts), verdicts, submits
+@dataclass
+class _Kernel:
+    """One kernel in one session, with its verdicts numbered in order over all sessions."""
+
+    session: int
+    hash: str
+    verdicts: list[tuple[int, str, Verdict]] = field(default_factory=list)
+    """``(position over all sessions, tool, verdict)``."""
+
+    def first_failure(self) -> tuple[int, str, Verdict] | None:
+        """The first failing verdict, with its position and tool."""
+        return next((x for x in self.verdicts if not x[2].passed), None)
+
+    def passes_after(self, position: int, tool: str) -> bool:
+        """A verdict after ``position``, at ``tool``'s stage or a later one, passed."""
+        stage = STAGES.get(tool, 0)
+        return any(
+            v.passed and at > position and STAGES.get(t, 0) >= stage for at, t, v in self.verdicts
+        )
+
+    def ok(self) -> bool:
+        """Judged, and any failure was passed later in this session by this same kernel."""
+        failed = self.first_failure()
+        return bool(self.verdicts) and (failed is None or self.passes_after(*failed[:2]))
+
+    def entry(self) -> str:
+        """History entry: ``FAIL <class>``, ``PASS <speedup>x``, ``PASS`` or ``UNCHECKED``.
+
+        A failure that this very kernel passed later in the session reads ``FAIL <class>, then
+        PASS ...``.
+        """
+        if not self.verdicts:
+            return "UNCHECKED"
+        failed = self.first_failure()
+        fail = f"FAIL {failed[2].error_class or 'unknown'}" if failed else ""
+        if not self.ok():
+            return fail
+        timed = [v for _, _, v in self.verdicts if v.passed and v.speedup_eager is not None]
+        passed = f"PASS {timed[-1].speedup_eager:.2f}x" if timed else "PASS"
+        return f"{fail}, then {passed}" if fail else passed
 
 
-def _entry(vs: list[Verdict]) -> str:
-    if not vs:
-        return "UNCHECKED"
-    failed = next((v for v in vs if not v.passed), None)
-    if failed is not None:
-        return f"FAIL {failed.error_class or 'unknown'}"
-    timed = [v for v in vs if v.speedup_eager is not None]
-    return f"PASS {timed[-1].speedup_eager:.2f}x" if timed else "PASS"
+def _kernels(traces: Sequence[TraceFile]) -> tuple[list[_Kernel], dict[str, str]]:
+    """Kernels per session in order of first writing, and the kernel sources the traces carry."""
+    kernels: list[_Kernel] = []
+    sources: dict[str, str] = {}
+    position = 0
+    for session, trace in enumerate(traces):
+        mine: dict[str, _Kernel] = {}
+        for a in attempts_of(trace.events):
+            if a.kernel_source:
+                sources.setdefault(a.kernel_hash, a.kernel_source)
+            if a.kernel_hash not in mine:
+                mine[a.kernel_hash] = _Kernel(session, a.kernel_hash)
+                kernels.append(mine[a.kernel_hash])
+            for tool, v in zip(a.verdict_tools, a.verdicts, strict=True):
+                mine[a.kernel_hash].verdicts.append((position, tool, v))
+                position += 1
+    return kernels, sources
 
 
 def _timed(vs: Iterable[Verdict]) -> Verdict | None:
@@ -188,15 +289,52 @@ def _timed(vs: Iterable[Verdict]) -> Verdict | None:
     return timed[-1] if timed else None
 
 
-def trace_row(
-    trace: TraceFile,
+def _final(kernels: list[_Kernel]) -> tuple[Verdict | None, str | None]:
+    """The best kernel's latest timed passing submit verdict, else its latest timed passing one."""
+    by_hash: dict[str, list[tuple[str, Verdict]]] = {}
+    for k in kernels:
+        by_hash.setdefault(k.hash, []).extend((tool, v) for _, tool, v in k.verdicts)
+    for how in ("submit", "best"):
+        latest = [
+            v
+            for vs in by_hash.values()
+            if (v := _timed(v for tool, v in vs if how == "best" or tool == "submit"))
+        ]
+        if latest:
+            return max(latest, key=lambda v: v.speedup_eager or 0.0), how
+    return None, None
+
+
+def _classify_failures(row: TaskRow, kernels: list[_Kernel]) -> None:
+    """Count failures passed later by the same kernel (noted) and failures repaired by another.
+
+    "Passed later" needs a passing verdict at the failing tool's stage or a later one: a guard
+    failure at ``submit`` is not cleared by a later ``check``.
+    """
+    for i, k in enumerate(kernels):
+        failed = k.first_failure()
+        if failed is None:
+            continue
+        at, tool, verdict = failed
+        if any(j.passes_after(at, tool) for j in kernels if j.hash == k.hash):
+            row.unchanged_failures += 1
+            row.notes.append(
+                f"session {k.session + 1}, {tool}: FAIL {verdict.error_class or 'unknown'} of "
+                f"{k.hash}, {UNCHANGED_NOTE}"
+            )
+        elif any(j.ok() and j.hash != k.hash for j in kernels[i + 1 :]):
+            row.repaired_failures += 1
+
+
+def task_row(
+    traces: Sequence[TraceFile],
     copy_bandwidth_gbs: float = COPY_BANDWIDTH_GBS,
     peak_tflops: float = PEAK_TFLOPS,
 ) -> TaskRow:
-    """One row of the report for one trace.
+    """One row of the report for one task's sessions.
 
     Args:
-        trace: a read trace with a run_start.
+        traces: the task's traces, one per session, in the order the sessions started.
         copy_bandwidth_gbs: copy ceiling, GB/s.
         peak_tflops: matmul peak, TFLOP/s.
 
@@ -204,37 +342,32 @@ def trace_row(
         The row; ``notes`` says why any number is missing.
 
     Raises:
-        ValueError: the trace has no run_start (names the file).
+        ValueError: a trace has no run_start (names the file), or no traces are given.
     """
-    from upskills.tasks import load_task
-
-    start = trace.start
-    if start is None:
-        raise ValueError(f"{trace.path}: no run_start event; cannot tell which task it solves")
-    row = TaskRow(task=start.task, trace=str(trace.path))
-    row.outcome = trace.end.outcome if trace.end else None
-    order, verdicts, submits = _attempts(trace)
-    row.attempts, row.history = len(order), [_entry(verdicts[h]) for h in order]
-    row.repaired_failures = sum(
-        1
-        for i, h in enumerate(row.history)
-        if h.startswith("FAIL") and any(x.startswith("PASS") for x in row.history[i + 1 :])
-    )
-    final = _timed(submits)
-    row.final_from = "submit" if final else None
-    if final is None:
-        best = [v for vs in verdicts.values() if (v := _timed(vs)) and v.speedup_eager is not None]
-        final = max(best, key=lambda v: v.speedup_eager or 0.0, default=None)
-        row.final_from = "best" if final else None
-    try:
-        task = load_task(start.task)
-    except Exception as exc:  # noqa: BLE001 - a task that no longer loads is reported, not fatal
-        row.notes.append(f"task not loadable: {exc}")
-        task = None
+    starts = [t.start for t in traces]
+    for trace, start in zip(traces, starts, strict=True):
+        if start is None:
+            raise ValueError(f"{trace.path}: no run_start event; cannot tell which task it solves")
+    if not traces or starts[-1] is None:
+        raise ValueError("task_row needs at least one trace")
+    last = starts[-1]
+    row = TaskRow(task=last.task, task_hash=last.task_hash, sessions=len(traces))
+    row.traces = [str(t.path) for t in traces]
+    row.session_outcomes = [t.end.outcome if t.end else None for t in traces]
+    solved = "solved" in row.session_outcomes
+    row.outcome = "solved" if solved else row.session_outcomes[-1]
+    if len({s.task_hash for s in starts if s is not None}) > 1:
+        row.notes.append("sessions started on different task hashes")
+    kernels, sources = _kernels(traces)
+    row.attempts = len({k.hash for k in kernels})
+    row.history = [[k.entry() for k in kernels if k.session == s] for s in range(len(traces))]
+    _classify_failures(row, kernels)
+    final, row.final_from = _final(kernels)
+    task = resolve_task(traces, row.notes)
     if task is not None:
-        row.tags = list(task.tags)
-        if task.hash != start.task_hash:
-            row.notes.append(f"task changed since the trace ({start.task_hash} -> {task.hash})")
+        row.tags, row.origin = list(task.tags), origin_kind(task.origin)
+        if task.hash != last.task_hash:
+            row.notes.append(f"task changed since the trace ({last.task_hash} -> {task.hash})")
         if COMPUTE_BOUND & set(task.tags):
             row.bound = "compute"
         elif MEMORY_BOUND & set(task.tags):
@@ -247,6 +380,7 @@ def trace_row(
         row.notes.append("no passing timed kernel")
         return row
     row.final_kernel, row.median_ms = final.candidate_hash, final.timing.median_ms
+    row.language = kernel_language(sources.get(final.candidate_hash))
     row.speedup_eager, row.speedup_compile = final.speedup_eager, final.speedup_compile
     seconds = row.median_ms * 1e-3
     if row.bound == "memory" and row.bytes is not None:
@@ -261,7 +395,8 @@ def trace_row(
 def _shortfalls(row: TaskRow) -> list[str]:
     misses = []
     if row.outcome != "solved":
-        misses.append(f"not solved ({row.outcome or 'no run_end'})")
+        ends = " | ".join(o or "no run_end" for o in row.session_outcomes) or "no run_end"
+        misses.append(f"not solved ({ends})")
     if row.speedup_eager is not None and row.speedup_eager < 1.0:
         misses.append(f"slower than eager ({row.speedup_eager:.3f}x)")
     if row.pct_copy is not None and row.pct_copy < 100 * BANDWIDTH_TARGET:
@@ -271,51 +406,92 @@ def _shortfalls(row: TaskRow) -> list[str]:
     return misses
 
 
+def _geomean(xs: list[float]) -> float | None:
+    return math.exp(sum(math.log(x) for x in xs) / len(xs)) if xs else None
+
+
+def geomeans(rows: Iterable[TaskRow]) -> list[Geomean]:
+    """Geomean speedups of solved tasks' final kernels: all, then by language, then by origin."""
+    solved = [r for r in rows if r.outcome == "solved" and r.speedup_eager is not None]
+    groups: list[tuple[str, str, list[TaskRow]]] = [("all", "all", solved)]
+    for by in ("language", "origin"):
+        keys = sorted({getattr(r, by) or "other" for r in solved})
+        groups += [(by, k, [r for r in solved if (getattr(r, by) or "other") == k]) for k in keys]
+    out = []
+    for by, group, rs in groups:
+        compiled = [r.speedup_compile for r in rs if r.speedup_compile is not None]
+        out.append(
+            Geomean(
+                by=by,
+                group=group,
+                tasks=len(rs),
+                vs_eager=_geomean([r.speedup_eager for r in rs if r.speedup_eager is not None]),
+                tasks_with_compile=len(compiled),
+                vs_compile=_geomean(compiled),
+            )
+        )
+    return out
+
+
+def _environments(traces: Iterable[TraceFile]) -> list[JudgeEnvironment]:
+    seen: dict[tuple[str, str, str, str], int] = {}
+    for trace in traces:
+        for e in trace.events:
+            if not isinstance(e, ToolResult) or e.verdict is None:
+                continue
+            env = e.verdict.env
+            gpu = env.get("gpu") or e.verdict.gpu or ""
+            key = (gpu, env.get("torch", ""), env.get("triton", ""), env.get("cuda", ""))
+            if any(key):
+                seen[key] = seen.get(key, 0) + 1
+    return [
+        JudgeEnvironment(gpu=g, torch=t, triton=tr, cuda=c, verdicts=n)
+        for (g, t, tr, c), n in sorted(seen.items())
+    ]
+
+
 def build_corpus_report(
-    paths: Iterable[str | Path],
-    command: str,
-    copy_bandwidth_gbs: float = COPY_BANDWIDTH_GBS,
-    peak_tflops: float = PEAK_TFLOPS,
+    paths: Iterable[str | Path], command: str, ceilings: CorpusCeilings | None = None
 ) -> CorpusReport:
-    """Read traces and compute the report.
+    """Read traces, group them by task and compute the report.
 
     Args:
         paths: trace files or folders (searched recursively for ``*.jsonl``).
         command: the command line to record in the report.
-        copy_bandwidth_gbs: copy ceiling, GB/s (read + write bytes).
-        peak_tflops: matmul peak, TFLOP/s.
+        ceilings: ceilings to divide by (default: the built-in ones).
 
     Returns:
         The report.
+
+    Raises:
+        ValueError: a trace has no run_start (names the file).
     """
-    rep = CorpusReport(
-        command=command, copy_bandwidth_gbs=copy_bandwidth_gbs, peak_tflops=peak_tflops
-    )
-    gpus: set[str] = set()
-    versions: dict[str, set[str]] = {"torch": set(), "triton": set()}
-    agents: set[str] = set()
+    ceilings = ceilings or CorpusCeilings()
+    rep = CorpusReport(command=command, ceilings=ceilings)
+    by_task: dict[str, list[TraceFile]] = {}
     for path in iter_trace_files(paths):
         trace = read_trace(path)
-        rep.rows.append(trace_row(trace, copy_bandwidth_gbs, peak_tflops))
-        start = trace.start
-        assert start is not None  # trace_row raised otherwise
-        agents.add(f"{start.agent_role}/{start.agent_name}")
-        for key, found in versions.items():
-            if start.environment.get(key):
-                found.add(str(start.environment[key]))
-        for e in trace.events:
-            if isinstance(e, ToolResult) and e.verdict is not None and e.verdict.gpu:
-                gpus.add(e.verdict.gpu)
-    rep.gpus, rep.agents = sorted(gpus), sorted(agents)
-    rep.versions = {k: sorted(v) for k, v in versions.items()}
+        if trace.start is None:
+            raise ValueError(f"{path}: no run_start event; cannot tell which task it solves")
+        by_task.setdefault(trace.start.task, []).append(trace)
+    traces = [t for ts in by_task.values() for t in ts]
+    rep.agents = sorted({f"{t.start.agent_role}/{t.start.agent_name}" for t in traces if t.start})
+    rep.environments = _environments(traces)
+    for sessions in by_task.values():
+        sessions.sort(key=lambda t: t.start.ts if t.start else "")
+        rep.rows.append(task_row(sessions, ceilings.copy_bandwidth_gbs, ceilings.peak_tflops))
     rows = rep.rows
+    solved = [r for r in rows if r.outcome == "solved"]
     memory = [r for r in rows if r.bound == "memory"]
     gemms = [r for r in rows if "gemm" in r.tags]
     rep.totals = {
         "tasks": len(rows),
-        "solved": sum(r.outcome == "solved" for r in rows),
+        "sessions": len(traces),
+        "solved": len(solved),
         "with_repaired_failure": sum(r.repaired_failures > 0 for r in rows),
-        "at_least_eager": sum((r.speedup_eager or 0.0) >= 1.0 for r in rows),
+        "with_unchanged_failure": sum(r.unchanged_failures > 0 for r in rows),
+        "solved_at_least_eager": sum((r.speedup_eager or 0.0) >= 1.0 for r in solved),
+        "solved_at_least_compile": sum((r.speedup_compile or 0.0) >= 1.0 for r in solved),
         "memory_bound": len(memory),
         "memory_bound_at_80pct_copy": sum((r.pct_copy or 0.0) >= 80.0 for r in memory),
         "gemm": len(gemms),
@@ -323,72 +499,11 @@ def build_corpus_report(
             (r.speedup_eager or 0.0) >= 1 / GEMM_TOLERANCE for r in gemms
         ),
     }
+    rep.geomeans = geomeans(rows)
     for r in rows:
         if misses := _shortfalls(r):
-            tries = " -> ".join(r.history) or "no attempts"
-            rep.shortfalls.append(f"{r.task}: {'; '.join(misses)} (attempts: {tries})")
+            rep.shortfalls.append(f"{r.task}: {'; '.join(misses)} (attempts: {history_text(r)})")
     return rep
-
-
-def _num(x: float | None, fmt: str) -> str:
-    return "-" if x is None else format(x, fmt)
-
-
-def render_corpus_markdown(rep: CorpusReport) -> str:
-    """The report as Markdown."""
-    t = rep.totals
-    lines = [
-        "# Teacher corpus report",
-        "",
-        f"- Command: `{rep.command}`",
-        f"- GPU: {', '.join(rep.gpus) or 'none (no measured verdicts)'}",
-        f"- torch {', '.join(rep.versions.get('torch', [])) or '?'}, "
-        f"triton {', '.join(rep.versions.get('triton', [])) or '?'} (run_start environment)",
-        f"- Produced by: {', '.join(rep.agents)} (run_start agent role/name)",
-        f"- Ceilings: copy bandwidth {rep.copy_bandwidth_gbs:g} GB/s (device-to-device copy, "
-        f"read + write bytes), dense bf16/fp16 peak {rep.peak_tflops:g} TFLOP/s (torch.matmul); "
-        "defaults measured on this workplace's H200, overridable with --copy-bandwidth-gbs and "
-        "--peak-tflops.",
-        "- Bytes = every input and parameter read once + every output written once (main variant,"
-        " meta-device build); above 100% means faster than the measured copy (the datasheet peak"
-        " is higher). FLOPs: gemm 2*M*N*K (x batch); attention 4*B*H*S*Sk*D, /2 causal.",
-        "",
-        "| task | tags | attempts | verdict history | repaired | final | median ms | vs eager "
-        "| vs compile | achieved | % ceiling |",
-        "|---|---|---|---|---|---|---|---|---|---|---|",
-    ]
-    for r in rep.rows:
-        achieved, pct = "-", "-"
-        if r.gbs is not None:
-            achieved, pct = f"{r.gbs:.0f} GB/s", f"{r.pct_copy:.0f}% copy"
-        elif r.tflops is not None:
-            achieved, pct = f"{r.tflops:.0f} TFLOP/s", f"{r.pct_peak:.0f}% peak"
-        final = f"{r.final_kernel} ({r.final_from})" if r.final_kernel else "-"
-        lines.append(
-            f"| {r.task} | {', '.join(r.tags)} | {r.attempts} | {' -> '.join(r.history) or '-'} "
-            f"| {r.repaired_failures} | {final} | {_num(r.median_ms, '.4f')} "
-            f"| {_num(r.speedup_eager, '.2f')}x | {_num(r.speedup_compile, '.2f')}x "
-            f"| {achieved} | {pct} |"
-        )
-    lines += [
-        "",
-        "## Totals",
-        "",
-        f"- Tasks solved: {t['solved']}/{t['tasks']}",
-        f"- Tasks with a repaired failure: {t['with_repaired_failure']}/{t['tasks']}",
-        f"- At least as fast as eager: {t['at_least_eager']}/{t['tasks']}",
-        f"- Memory-bound at >= 80% of copy bandwidth: "
-        f"{t['memory_bound_at_80pct_copy']}/{t['memory_bound']}",
-        f"- GEMMs within 1.2x of torch.matmul (eager): {t['gemm_within_1.2x_matmul']}/{t['gemm']}",
-        "",
-        "## Shortfalls",
-        "",
-        *([f"- {s}" for s in rep.shortfalls] or ["- none"]),
-    ]
-    notes = [f"- {r.task}: {n}" for r in rep.rows for n in r.notes]
-    if notes:
-        lines += ["", "## Notes", "", *notes]
-    return "\n".join(lines) + "\n"
 
 
 def write_corpus_report(
@@ -396,8 +511,7 @@ def write_corpus_report(
     out: str | Path,
     json_out: str | Path | None = None,
     command: str | None = None,
-    copy_bandwidth_gbs: float = COPY_BANDWIDTH_GBS,
-    peak_tflops: float = PEAK_TFLOPS,
+    ceilings: CorpusCeilings | None = None,
 ) -> CorpusReport:
     """Compute the report and write it as Markdown (and JSON when ``json_out`` is given).
 
@@ -406,8 +520,7 @@ def write_corpus_report(
         out: Markdown file to write.
         json_out: JSON file to write, or None.
         command: command line to record (default: the equivalent ``upskills traces report``).
-        copy_bandwidth_gbs: copy ceiling, GB/s.
-        peak_tflops: matmul peak, TFLOP/s.
+        ceilings: ceilings to divide by (default: the built-in ones).
 
     Returns:
         The report.
@@ -415,7 +528,7 @@ def write_corpus_report(
     paths = [str(p) for p in paths]
     if command is None:
         command = shlex.join(["upskills", "traces", "report", *paths, "--out", str(out)])
-    rep = build_corpus_report(paths, command, copy_bandwidth_gbs, peak_tflops)
+    rep = build_corpus_report(paths, command, ceilings)
     Path(out).parent.mkdir(parents=True, exist_ok=True)
     Path(out).write_text(render_corpus_markdown(rep), encoding="utf-8")
     if json_out is not None:
