@@ -305,8 +305,11 @@ def prepare(
             if not can_score(providers[s.name]):
                 raise LiftError(
                     f"student {s.name} ({s.provider}): its provider cannot return prompt "
-                    "log-probabilities, which choose cases need; use a local (transformers) "
-                    "student or drop the choose cases"
+                    "log-probabilities, which choose cases need. Students that can: local "
+                    "(transformers) ones, and openai ones served by vLLM or SGLang with "
+                    "prompt_logprobs: true and chat_template in their YAML; OpenAI's API, "
+                    "Anthropic, llama.cpp's server and Ollama cannot (docs/design/scoring.md). "
+                    "Use such a student or drop the choose cases (--rungs)"
                 )
     count, counter_name = _token_counter(students, providers)
     try:

@@ -61,7 +61,12 @@ class Student(BaseModel):
     gguf_file: str | None = None
     """GGUF file name inside ``weights`` when ``weights`` is a folder or hub id."""
     chat_template: str | None = None
-    """Jinja chat template overriding the model's own (local models only)."""
+    """Jinja chat template (text or file): overrides a local model's own; for an ``openai``
+    student with ``prompt_logprobs``, the server's template, used to render scored prompts."""
+    prompt_logprobs: bool = False
+    """``openai`` only: the server returns prompt log-probabilities on ``/v1/completions``
+    with ``echo`` (vLLM, SGLang; not OpenAI, llama.cpp or Ollama), so choose cases can score
+    this student; needs ``chat_template``."""
     device: str = "auto"
     """Where a local model runs: ``auto``, ``cpu`` or ``cuda``."""
     dtype: str | None = None
@@ -98,6 +103,8 @@ class Student(BaseModel):
             opts["gguf_file"] = self.gguf_file
         if self.chat_template:
             opts["chat_template"] = self.chat_template
+        if self.prompt_logprobs:
+            opts["prompt_logprobs"] = True
         if self.provider == "transformers":
             opts["device"] = self.device
             opts["batch_size"] = self.batch_size
@@ -159,6 +166,7 @@ def student_from_dict(data: Any, source: str = "<dict>") -> Student:
             f"{source}: field provider: unknown provider {student.provider!r}; "
             f"use one of {', '.join(known)}"
         )
+    _check_prompt_logprobs(student, source)
     if student.weights:
         weights = Path(student.weights).expanduser()
         if not weights.is_absolute() and source not in ("<dict>", "<embedded>"):
@@ -170,6 +178,28 @@ def student_from_dict(data: Any, source: str = "<dict>") -> Student:
             )
         student = student.model_copy(update={"weights": str(weights)})
     return student.model_copy(update={"source": source})
+
+
+def _check_prompt_logprobs(student: Student, source: str) -> None:
+    """``prompt_logprobs`` is for served (openai) students, and needs their chat template."""
+    if not student.prompt_logprobs:
+        return
+    if student.provider != "openai":
+        why = (
+            "a local student always scores log-likelihoods"
+            if student.is_local()
+            else f"the {student.provider} provider returns no prompt log-probabilities"
+        )
+        raise StudentError(
+            f"{source}: field prompt_logprobs: only openai students (a vLLM or SGLang server) "
+            f"take it; {why}; remove it"
+        )
+    if not student.chat_template:
+        raise StudentError(
+            f"{source}: field chat_template: prompt_logprobs needs it: /v1/completions applies "
+            "no chat template, so scored prompts are rendered here with the template the server "
+            "uses (a Jinja file, e.g. the chat_template of the model's tokenizer_config.json)"
+        )
 
 
 def load_student(ref: str | Path, search: Path | None = None) -> Student:
