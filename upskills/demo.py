@@ -11,6 +11,7 @@ for a 2-core machine in under 10 minutes (see ``docs/design/lift.md`` for the me
 
 from __future__ import annotations
 
+import json
 import shutil
 import time
 from dataclasses import dataclass
@@ -41,7 +42,8 @@ class DemoOptions:
     student: str = DEFAULT_STUDENT
     """Student name or YAML."""
     skill: str | None = None
-    """Pack to measure (default: the one distilled from the most traces)."""
+    """Pack to measure (default: the one whose SKILL.md teaches the most lessons, then the one
+    distilled from the most traces)."""
     device: str = "cpu"
     """Evaluation device."""
     student_device: str | None = None
@@ -60,9 +62,15 @@ def _pick_pack(skills_dir: Path, names: list[str], wanted: str | None) -> Path:
             raise ValueError(f"--skill {wanted}: distillation made {', '.join(names) or 'none'}")
         return skills_dir / wanted
 
-    def weight(name: str) -> tuple[int, str]:
-        prov = load_pack(skills_dir / name).provenance
-        return (-len(prov.traces) if prov else 0, name)
+    def weight(name: str) -> tuple[int, int, str]:
+        pack = load_pack(skills_dir / name)
+        lessons = skills_dir / name / "references" / "lessons.json"
+        body = (
+            json.loads(lessons.read_text("utf-8")).get("skill_body", [])
+            if lessons.is_file()
+            else []
+        )
+        return (-len(body), -len(pack.provenance.traces) if pack.provenance else 0, name)
 
     if not names:
         raise ValueError("distillation wrote no skill pack")

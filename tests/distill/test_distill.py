@@ -280,3 +280,46 @@ def test_distill_cli(traces, tmp_path):
     assert out.exit_code == 1 and "is not a valid skill name" in out.output
     out = run(main, [*args, "--min-speedup", "99"])
     assert out.exit_code == 1 and "no lessons to distill" in out.output
+
+
+def _practice(technique: str) -> object:
+    from upskills.distill.lessons import Lesson
+
+    return Lesson(id=f"practice-{technique}", kind="practice", technique=technique, intent="x")
+
+
+def test_templates_show_most_of_the_pack_first_then_speed():
+    from upskills.distill.pipeline import _Evidence, templates_by_merit
+    from upskills.distill.render import Template
+
+    ev = _Evidence()
+    kernels = {  # task -> (speedup, techniques of its final kernel)
+        "norm": (26.0, {"masking", "block_reduction"}),
+        "gelu": (8.8, {"masking", "coalesced_access", "vectorized_memory"}),
+        "cast": (2.7, {"masking", "vectorized_memory"}),
+        "slow": (0.9, {"masking", "coalesced_access", "vectorized_memory"}),
+    }
+    for task, (speedup, techs) in kernels.items():
+        ev.best[task] = Template(task, task, f"trace-{task}", "src", speedup)
+        ev.techniques[task] = techs
+    taught = [_practice(t) for t in ("masking", "coalesced_access", "vectorized_memory")]
+    assert [t.task for t in templates_by_merit(taught, ev, 3)] == ["gelu", "cast", "norm"]
+    assert [t.task for t in templates_by_merit([_practice("masking")], ev, 2)] == ["norm", "gelu"]
+
+
+def test_a_confounded_change_goes_to_the_family_its_code_shows():
+    from upskills.distill.lessons import Effect, Lesson
+    from upskills.distill.pipeline import _confounded_family
+
+    def confounded(*changes: str) -> Lesson:
+        effect = Effect(attribution="confounded", changes=list(changes))
+        return Lesson(
+            id="perf-confounded-x", kind="perf", technique="confounded", intent="x", effect=effect
+        )
+
+    vec = confounded("const float4* w4 = reinterpret_cast<const float4*>(w);", "k<<<m, 256>>>(")
+    assert _confounded_family(vec) == "memory-access"  # no technique added: float4 was there
+    shfl = confounded("int i = __shfl_xor_sync(0xffffffffu, bi, o);", "if (lane == 0) out[r] = bi;")
+    assert _confounded_family(shfl) == "reductions"
+    assert _confounded_family(confounded("adds async_copy", "float4 v;")) == "tiling"
+    assert _confounded_family(confounded('name="v2",', "k<<<m, 256>>>(")) == "launch-tuning"

@@ -97,3 +97,26 @@ def test_demo_distills_runs_and_reports(tmp_path, replay_registered, lift_env):
     assert margin_rows and all(r["subset"] != "tag:rung:write" for r in margin_rows)
     out_text = result.output
     assert "choose" in out_text and "chance" in out_text and "lift vs baseline" in out_text
+
+
+def test_the_demo_measures_the_pack_that_teaches_most(tmp_path):
+    """Packs distilled from the same traces tie on traces; the one with most lessons wins."""
+    from tests.distill.test_cuda_traces import CUDA_ROW_SUM
+    from upskills.demo import _pick_pack
+    from upskills.distill import DistillConfig, distill
+    from upskills.tasks import load_task
+
+    h = load_task("row_sum").hash
+    for i in range(2):
+        v = verdict(CUDA_ROW_SUM, True, task_hash=h, speedup=1.8, gpu="H200")
+        write_trace(tmp_path / "traces" / f"t{i}.jsonl", [(CUDA_ROW_SUM, v)], task_hash=h)
+    skills = tmp_path / "skills"
+    result = distill([tmp_path / "traces"], skills, None, DistillConfig())
+    body = {
+        p.name: len(json.loads((p.path / "references/lessons.json").read_text())["skill_body"])
+        for p in result.packs
+    }
+    assert len(set(body.values())) > 1 and "gpu-launch-tuning" in body  # a real choice
+    picked = _pick_pack(skills, sorted(body), None).name
+    assert body[picked] == max(body.values())
+    assert picked == min(n for n, k in body.items() if k == max(body.values()))

@@ -53,21 +53,83 @@ def test_every_pack_cites_traces_that_exist_with_their_hashes() -> None:
             assert ref["trace_id"] in index and (pack.path / ref["file"]).is_file()
 
 
-def _templates() -> list[tuple[str, Path]]:
-    seen: dict[str, Path] = {}
+def _templates() -> list[tuple[str, str, Path]]:
+    """(task, trace id, script) of every shipped template, one per task."""
+    seen: dict[str, tuple[str, Path]] = {}
     if not SKILLS.is_dir():
         return []
     for prov_path in sorted(SKILLS.glob("*/references/provenance.json")):
         for ref in json.loads(prov_path.read_text())["templates"]:
-            seen.setdefault(ref["task"], prov_path.parents[1] / ref["file"])
-    return sorted(seen.items())
+            seen.setdefault(ref["task"], (ref["trace_id"], prov_path.parents[1] / ref["file"]))
+    return sorted((task, tid, path) for task, (tid, path) in seen.items())
 
 
-@pytest.mark.parametrize(("task", "path"), _templates(), ids=lambda v: str(getattr(v, "name", v)))
-def test_kernel_templates_pass_the_verifier_on_cpu(task: str, path: Path, cpu_verifier) -> None:
+def _needs_cuda(source: str) -> bool:
+    return "load_inline" in source
+
+
+def _task_of(trace_id: str):
+    """The task a trace solved, as its session recorded it (KernelBench tasks included)."""
+    from upskills.tasks import Task, builtin_names, load_task
+
+    trace = read_trace(_trace_index()[trace_id])
+    name = trace.events[0].task
+    if name in builtin_names():
+        return load_task(name)
+    state = json.loads((_trace_index()[trace_id].parent / "state.json").read_text())
+    return Task.model_validate(state["task"])
+
+
+_IDS = {"ids": lambda v: str(getattr(v, "name", v))}
+
+
+@pytest.mark.parametrize(("task", "trace_id", "path"), _templates(), **_IDS)
+def test_every_template_is_a_kernel_its_trace_saw_pass(task: str, trace_id: str, path: Path):
+    """Byte for byte the source of a passing verdict in the cited trace, under a comment header
+    (checks any kernel on CPU; a CUDA one is run on the GPU by the test below)."""
+    from upskills.trace.events import ToolResult
+
+    trace = read_trace(_trace_index()[trace_id])
+    source = path.read_text()
+
+    def is_this(kernel: str) -> bool:
+        header = source[: len(source) - len(kernel)].splitlines()
+        return source.endswith(kernel) and all(line.startswith("# ") for line in header)
+
+    passed = [
+        e.verdict
+        for e in trace.events
+        if isinstance(e, ToolResult) and e.verdict and e.verdict.passed and e.kernel_source
+        if is_this(e.kernel_source)
+    ]
+    assert passed, f"{path.name} is not a kernel that passed in trace {trace_id}"
+    assert all(v.task == task for v in passed)
+
+
+def _cpu_templates() -> list[tuple[str, str, Path]]:
+    from upskills.tasks import builtin_names
+
+    names = set(builtin_names())
+    return [t for t in _templates() if t[0] in names and not _needs_cuda(t[2].read_text())]
+
+
+@pytest.mark.parametrize(("task", "trace_id", "path"), _cpu_templates(), **_IDS)
+def test_triton_templates_pass_the_verifier_on_cpu(task, trace_id, path, cpu_verifier) -> None:
     from upskills.verify import CheckOptions
 
     verdict = cpu_verifier.check(task, path, options=CheckOptions(seeds=1, timing=False))
+    assert verdict.passed, verdict.message
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize(("task", "trace_id", "path"), _templates(), **_IDS)
+def test_every_template_passes_the_verifier_on_cuda(task, trace_id, path) -> None:
+    """CUDA (``load_inline``) and KernelBench templates need the GPU they were verified on."""
+    from upskills.verify import CheckOptions, Verifier
+
+    with Verifier(device="cuda") as verifier:
+        options = CheckOptions(seeds=1, timing=False)
+        verdict = verifier.check(_task_of(trace_id), path, options=options)
     assert verdict.passed, verdict.message
 
 

@@ -30,7 +30,7 @@ from upskills._cli.lift import command_line
 @click.option("--samples", default=1, show_default=True, help="Samples per arm x case.")
 @click.option("--max-new-tokens", default=160, show_default=True, help="Student answer length.")
 @click.option("--student", default="smollm2-135m", show_default=True, help="Student name/YAML.")
-@click.option("--skill", help="Pack to measure (default: the one from the most traces).")
+@click.option("--skill", help="Pack to measure (default: most SKILL.md lessons, then most traces).")
 @click.option("--device", default="cpu", show_default=True, help="Evaluation device.")
 @click.option("--student-device", help="Run a local student on this device (e.g. cuda).")
 @click.option("--seed", default=0, show_default=True, help="Run seed.")

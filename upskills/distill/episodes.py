@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from upskills.trace.attempts import AGENT_NOTE_KINDS, iter_attempts
+from upskills.trace.attempts import AGENT_NOTE_KINDS, disputed_kernels, iter_attempts
 from upskills.trace.attempts import Attempt as WalkedAttempt
 from upskills.trace.events import Note, RunEnd, RunStart, ToolResult, TraceEvent
 from upskills.trace.reader import TraceLineError, iter_events
@@ -50,7 +50,7 @@ class Episode:
 
     @property
     def repaired(self) -> bool:
-        """A failing verdict turned into a passing one."""
+        """A failing verdict turned into a passing one (see ``TraceSummary.repairs``)."""
         return not self.before.passed and self.after.passed
 
 
@@ -70,11 +70,23 @@ class TraceSummary:
     attempts: list[Attempt] = field(default_factory=list)
     errors: list[TraceLineError] = field(default_factory=list)
     lines: int = 0
+    disputed: set[str] = field(default_factory=set)
+    """Kernel hashes that got both failing and passing verdicts (the judge erred on one)."""
 
     @property
     def episodes(self) -> list[Episode]:
         """Consecutive pairs of attempts."""
         return [Episode(a, b) for a, b in zip(self.attempts, self.attempts[1:], strict=False)]
+
+    def is_repair(self, episode: Episode) -> bool:
+        """A failing kernel replaced by a passing one, and both verdicts about the kernels.
+
+        When either kernel got a passing and a failing verdict unchanged somewhere in the
+        trace, the failure was the judge's (``trace.attempts.disputed_kernels``), not a bug
+        that the change fixed.
+        """
+        kernels = {episode.before.kernel_hash, episode.after.kernel_hash}
+        return episode.repaired and not kernels & self.disputed
 
     @property
     def solved(self) -> bool:
@@ -106,8 +118,9 @@ def _attempt(walked: WalkedAttempt) -> Attempt:
     """Distillation's view of one walked attempt: its last verdict, summarised."""
     verdicts = walked.verdicts
     last = verdicts[-1]
-    speedups = [v.speedup_eager for v in verdicts if v.speedup_eager is not None]
-    compiles = [v.speedup_compile for v in verdicts if v.speedup_compile is not None]
+    timed = [v for v in verdicts if v.passed] if last.passed else verdicts
+    speedups = [v.speedup_eager for v in timed if v.speedup_eager is not None]
+    compiles = [v.speedup_compile for v in timed if v.speedup_compile is not None]
     gpus = [v.gpu for v in verdicts if v.gpu]
     messages = [v.message for v in verdicts if v.message]
     return Attempt(
@@ -169,5 +182,7 @@ def summarize_trace(path: str | Path) -> TraceSummary:
                     summary.task, summary.task_hash = event.verdict.task, event.verdict.task_hash
                 yield lineno, event
 
-    summary.attempts = [_attempt(a) for a in iter_attempts(judged(path))]
+    walked = [a for a in iter_attempts(judged(path)) if a.judged]
+    summary.disputed = disputed_kernels(walked)
+    summary.attempts = [_attempt(a) for a in walked]
     return summary

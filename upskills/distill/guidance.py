@@ -58,6 +58,23 @@ LOWERING: dict[str, str] = {
         "`tl.arange` axis) to the stride-1 dimension; for a transpose, stage a tile in shared "
         "memory (padded `[TILE][TILE + 1]`) so both the read and the write are coalesced."
     ),
+    "smem_padding": (
+        "Shared memory has 32 banks of 4 bytes: in a `float tile[32][32]` a column lives in one "
+        "bank, so reading it by column is a 32-way conflict; `[32][33]` puts the column's "
+        "elements in 32 different banks. Half tiles read by `wmma::load_matrix_sync` are "
+        "padded by 8 halves, which keeps the row pitch a multiple of 16 bytes."
+    ),
+    "async_copy": (
+        "`cp.async` (sm80+) copies global -> shared memory without going through registers: "
+        "issue the copies for tile k + 1, compute on tile k, then `cp.async.wait_group` and "
+        "`__syncthreads()` before using the next buffer. In Triton, `num_stages` >= 2 on the "
+        "loop around `tl.dot` asks the compiler for the same pipeline."
+    ),
+    "tiling": (
+        "Each block owns an output tile and walks K through shared memory. Tensor cores are "
+        "reached in CUDA through WMMA (`wmma::load_matrix_sync`, `wmma::mma_sync` on 16x16x16 "
+        "fp16 fragments with fp32 accumulators); Triton's `tl.dot` emits them for you."
+    ),
 }
 """Technique -> what it compiles to and when it pays (shown with the technique's lesson)."""
 

@@ -204,6 +204,8 @@ _SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
 _ABBREVIATIONS = ("e.g.", "i.e.", "vs.", "cf.", "etc.")
 _PREDICTION = re.compile(r"^(?:predict|expect)\b", re.IGNORECASE)
 _SYMPTOM = re.compile(r"^verdict:\s*", re.IGNORECASE)
+_LABEL = re.compile(r"^(?:attempt\s*\d+\s+)?(?:plan|note)\s*:\s*", re.IGNORECASE)
+"""A note's leading label (``Attempt 2 plan:``), which says nothing about the change."""
 MIN_EXPLANATION = 40
 """Below this many characters, the explanation keeps the agent's symptom sentence too."""
 
@@ -225,15 +227,15 @@ def explain(notes: Iterable[str], max_sentences: int = 2, limit: int = 320) -> s
     predictions (``Predict a pass.``) are dropped, and so is a leading ``Verdict: ...`` sentence
     (the symptom, which the failure message already shows) unless what remains is shorter than
     ``MIN_EXPLANATION`` characters, in which case the symptom stays without its label. The first
-    ``max_sentences`` that fit in ``limit`` characters are kept. The same notes always give the
-    same text.
+    ``max_sentences`` that fit in ``limit`` characters are kept; a leading label
+    (``Attempt 2 plan:``) is dropped. The same notes always give the same text.
 
     Returns:
         The explanation, or "" when the notes hold none.
     """
     sentences: list[str] = []
     for note in notes:
-        parts = [p for p in _sentences(note) if not _PREDICTION.match(p)]
+        parts = [p for p in _sentences(_LABEL.sub("", note)) if not _PREDICTION.match(p)]
         if parts and _SYMPTOM.match(parts[0]):
             symptom, rest = _SYMPTOM.sub("", parts[0]), parts[1:]
             parts = rest if len(" ".join(rest)) >= MIN_EXPLANATION else [symptom, *rest]
@@ -344,7 +346,9 @@ def mine_trace(trace: TraceSummary, ablations: AblationLookup | None = None) -> 
 
     A return to a kernel that already passed earlier in the trace is a revert, not a change:
     it yields neither a fix lesson nor a perf lesson (the comparison was already counted when
-    the abandoned kernel was measured).
+    the abandoned kernel was measured). A failing -> passing episode is a fix only when
+    neither kernel got both verdicts unchanged (``TraceSummary.is_repair``): a kernel that
+    failed and later passed with the same hash met a verifier fault, not a bug.
 
     Args:
         trace: the trace's summary.
@@ -368,7 +372,7 @@ def mine_trace(trace: TraceSummary, ablations: AblationLookup | None = None) -> 
             passed.add(a.kernel_hash)
         if revert:
             continue
-        if ep.repaired:
+        if trace.is_repair(ep):
             lessons += _fix_lessons(trace, b, a, src)
         elif b.passed and a.passed and b.speedup and a.speedup:
             ratio = a.speedup / b.speedup
@@ -407,6 +411,17 @@ def _union(lists: Iterable[list[str]]) -> list[str]:
     return sorted({x for xs in lists for x in xs})
 
 
+def _exemplar_rank(lesson: Lesson) -> tuple[bool, bool, int, str]:
+    """Order of a lesson's candidate examples: the smallest that shows something.
+
+    A trace with no example never wins over one with an example; for a practice lesson a
+    one-line example (a lone ``__syncthreads();``, ``if (r >= m) return;``) ranks after
+    examples of two lines or more, which show the construct with what it does.
+    """
+    lines = len(lesson.example.splitlines())
+    return (lines == 0, lesson.kind == "practice" and lines < 2, lines, lesson.sources[0].trace_id)
+
+
 def merge_lessons(lessons: Iterable[Lesson]) -> list[Lesson]:
     """Merge lessons with the same id across traces; count prevalence; resolve conflicts.
 
@@ -430,7 +445,7 @@ def merge_lessons(lessons: Iterable[Lesson]) -> list[Lesson]:
         )
         against = sum(g.contradicting for g in group)
         pro = [g for g in group if g.contradicting == 0] or group
-        exemplar = min(pro, key=lambda g: (len(g.example.splitlines()), g.sources[0].trace_id))
+        exemplar = min(pro, key=_exemplar_rank)
         effect = Effect(
             verdict_before=exemplar.effect.verdict_before,
             verdict_after=exemplar.effect.verdict_after,

@@ -30,6 +30,10 @@ from upskills.distill.techniques import TECHNIQUES
 CONFOUNDED = "confounded"
 """Technique id of a perf lesson whose effect belongs to several changes together."""
 
+NOTE_SENTENCES, NOTE_LIMIT = 3, 600
+"""How much of the teacher's note a perf lesson keeps: what it measured, why, what it changed
+(a fix needs only the why; a speed change is explained by a profiler reading and a plan)."""
+
 
 def _pre(trace: TraceSummary, regime: str, gpus: list[str]) -> Preconditions:
     tags, dtypes, _, _ = task_meta(trace.task)
@@ -59,7 +63,7 @@ def _credited(
     changes = split_changes(b.kernel_source, a.kernel_source)
     partial = apply_changes(b.kernel_source, a.kernel_source, [changes[eff.index]])
     techs = eff.techniques or ["unclassified"]
-    note = explain(a.notes)
+    note = explain(a.notes, NOTE_SENTENCES, NOTE_LIMIT)
     out = []
     for tech in techs:
         lesson_id = f"perf-{tech}-{regime}" if tech in TECHNIQUES else f"perf-change-{eff.key}"
@@ -122,7 +126,7 @@ def perf_lessons(
     """
     changes = split_changes(b.kernel_source, a.kernel_source)
     ratio = (a.speedup or 1.0) / (b.speedup or 1.0)
-    note = explain(a.notes)
+    note = explain(a.notes, NOTE_SENTENCES, NOTE_LIMIT)
     gpus = sorted({x.gpu or "unknown GPU" for x in (b, a)})
     effect = Effect(
         speedup_before=b.speedup,

@@ -208,14 +208,33 @@ def _collect_one(
     ev.techniques[trace.task_hash] |= set(analyze_kernel(final.kernel_source))
 
 
+GENERIC_CONSTRUCTS = ("launch_config", "masking")
+"""Techniques whose constructs (a launch, an ``if (``) appear in almost any change."""
+
+
 def _confounded_family(lesson: Lesson) -> str:
-    """Family of a confounded perf lesson: its changes' first technique, else launch tuning."""
+    """Family of a confounded perf lesson.
+
+    The first technique its changes add or drop; else the family whose constructs
+    (``snippets.MARKERS``: ``float4``, ``__shfl_``, ``cp.async``) the changed code shows most
+    (a change that vectorizes a second pass adds no technique the kernel lacked); else
+    launch tuning.
+    """
+    from upskills.distill.snippets import MARKERS
+
     if lesson.technique != "confounded":
         return "general"
     for change in lesson.effect.changes:
         for word in change.replace(";", " ").split():
             if word in TECHNIQUES and word != "launch_config":
                 return TECHNIQUES[word].family
+    votes: dict[str, int] = defaultdict(int)
+    for change in lesson.effect.changes:
+        for tech, marker in MARKERS.items():
+            if tech in TECHNIQUES and tech not in GENERIC_CONSTRUCTS and marker.search(change):
+                votes[TECHNIQUES[tech].family] += 1
+    if votes:
+        return max(FAMILIES, key=lambda f: (votes.get(f, 0), -FAMILIES.index(f)))
     return "launch-tuning"
 
 
@@ -243,11 +262,13 @@ def _groups(
 
 
 def templates_by_merit(lessons: list[Lesson], ev: _Evidence, limit: int) -> list[Template]:
-    """A pack's scripts: the fastest verified final kernels that fit its topic.
+    """A pack's scripts: the verified final kernels that show most of its topic, fastest first.
 
-    A kernel fits when it uses a technique the pack teaches (a supported lesson's). Timed
-    kernels slower than eager are never chosen; untimed (CPU-verified) kernels are chosen only
-    when no kernel of the corpus was timed, and are labelled "correctness only".
+    A kernel fits when it uses a technique the pack teaches (a supported lesson's); kernels
+    that use more of them rank first (a vectorized elementwise kernel before a norm that also
+    masks), then by speed. Timed kernels slower than eager are never chosen; untimed
+    (CPU-verified) kernels are chosen only when no kernel of the corpus was timed, and are
+    labelled "correctness only".
     """
     taught = {x.technique for x in lessons if x.supported and x.technique in TECHNIQUES}
     fits = [t for t in ev.best.values() if ev.techniques[t.task_hash] & taught]
@@ -257,8 +278,8 @@ def templates_by_merit(lessons: list[Lesson], ev: _Evidence, limit: int) -> list
     ranked = sorted(
         fits,
         key=lambda t: (
-            -(t.speedup or 0.0),
             -len(ev.techniques[t.task_hash] & taught),
+            -(t.speedup or 0.0),
             t.task,
             t.task_hash,
         ),
@@ -430,8 +451,9 @@ def distill(
         from upskills.distill.teacher import rewrite_plans
 
         result.warnings += rewrite_plans(plans, config.teacher)
+    owned = [v[0] for v in FAMILY_TITLES.values()] if config.group == "family" else []
     try:
-        result.packs = _write_packs(plans, Path(out_skills))
+        result.packs = _write_packs(plans, Path(out_skills), retire=[] if config.name else owned)
     except PackError as exc:  # e.g. an existing pack with a malformed version
         raise DistillError(f"cannot update packs in {out_skills}: {exc}") from exc
     if out_cases is not None:
@@ -455,8 +477,17 @@ def _prompt_hashes(config: DistillConfig) -> dict[str, str]:
     return {n: load_prompt(n).sha256 for n in names}
 
 
-def _write_packs(plans: list[PackPlan], skills_dir: Path) -> list[PackOutcome]:
-    """Render, validate and version every pack in staging; then swap them all in."""
+def _write_packs(
+    plans: list[PackPlan], skills_dir: Path, retire: Iterable[str] = ()
+) -> list[PackOutcome]:
+    """Render, validate and version every pack in staging; then swap them all in.
+
+    A pack named in ``retire`` that this distillation did not produce, and that an earlier
+    distillation wrote (its provenance names the distiller), is retired: its folder leaves
+    ``skills_dir`` and its versions stay in ``.versions/`` (a family pack whose lessons are
+    gone must not keep citing traces that are no longer there). A hand-written pack of the
+    same name is left alone.
+    """
     stage = staging_dir(skills_dir)
     outcomes: list[PackOutcome] = []
     try:
@@ -476,6 +507,25 @@ def _write_packs(plans: list[PackPlan], skills_dir: Path) -> list[PackOutcome]:
             if change != "unchanged":
                 swap_in(folder, skills_dir / plan.name, stage)
             outcomes.append(PackOutcome(plan.name, version, change, skills_dir / plan.name))
+        outcomes += _retire(sorted(set(retire) - {p.name for p in plans}), skills_dir, stage)
     finally:
         shutil.rmtree(stage, ignore_errors=True)
     return outcomes
+
+
+def _retire(names: list[str], skills_dir: Path, trash: Path) -> list[PackOutcome]:
+    """Move distiller-made packs ``names`` out of ``skills_dir`` (archived first)."""
+    from upskills.skills.pack import load_pack
+
+    out = []
+    for name in names:
+        folder = skills_dir / name
+        if not (folder / "SKILL.md").is_file():
+            continue
+        pack = load_pack(folder)
+        if pack.provenance is None or not pack.provenance.distiller.startswith("upskills-distill"):
+            continue
+        archive_version(skills_dir, folder, name, pack.version)
+        folder.rename(trash / f"retired-{name}")
+        out.append(PackOutcome(name, pack.version, "retired", folder))
+    return out

@@ -18,8 +18,11 @@ from upskills.distill.techniques import TECHNIQUES
 from upskills.skills.provenance import Provenance
 from upskills.skills.tokens import COMPACT_TOKEN_BUDGET, SKILL_TOKEN_BUDGET, estimate_tokens
 
-_CUDA_CODE = re.compile(r"__(?:global|device|shared)__|__shfl|threadIdx|blockIdx|\)\s*\{\s*$", re.M)
-"""Code that is CUDA C++ (an example cut from a ``load_inline`` string), fenced as ``cpp``."""
+_CUDA_CODE = re.compile(
+    r"__(?:global|device|shared)__|__shfl|threadIdx|blockIdx|\)\s*\{\s*$|;\s*(?://.*)?$", re.M
+)
+"""Code that is CUDA C++ (an example cut from a ``load_inline`` string), fenced as ``cpp``:
+CUDA keywords, a block opened after ``)``, or a line ending in ``;`` (Python lines do not)."""
 
 MAX_SOURCES_SHOWN = 3
 """Sources cited inline per lesson in SKILL.md (all are in references/lessons.md)."""
@@ -163,7 +166,9 @@ def _lesson_block(lesson: Lesson, full: bool = False, seen: dict[str, str] | Non
             )
             if e.note:
                 lines.append(f"- Note: {e.note}.")
-        if lesson.explanation and lesson.explanation != lesson.intent:
+        if lesson.explanation and (
+            e.attribution == "confounded" or lesson.explanation != lesson.intent
+        ):
             lines.append(f"- In the teacher's words: {lesson.explanation}")
         fence = "diff"
     else:
@@ -351,7 +356,7 @@ def render_skill_body(plan: PackPlan) -> str:
 def _first_sentence(text: str) -> str:
     head, _, _ = text.partition(": ")
     cut = text.split(". ")[0].rstrip(".")
-    return cut if len(cut) < 220 else head
+    return cut if len(cut) < 220 else head.rstrip(".")
 
 
 def render_compact(plan: PackPlan) -> str:

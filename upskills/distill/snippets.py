@@ -37,13 +37,16 @@ MARKERS: dict[str, re.Pattern[str]] = {
         "strided_access": r"stride",
         "atomic_update": r"atomic",
         "vectorized_memory": r"multiple_of|max_contiguous|float4|half2|bfloat162|float2|int4",
-        "block_reduction": r"tl\.(?:sum|max|min|argmax|argmin|reduce|xor_sum)\b|__syncthreads",
+        "aligned_vector_path": r"&\s*(?:15|0xf|0xF)\b",
+        "block_reduction": r"tl\.(?:sum|max|min|argmax|argmin|reduce|xor_sum)\b|__syncthreads"
+        r"|\[\s*(?:warp|wid|warp_id|warpId)\s*\]",
         "warp_shuffle": r"__shfl_",
         "online_softmax": r"exp",
         "fp32_accumulation": r"float32|__half2float|__bfloat162float|static_cast<float>",
-        "tiling": r"tl\.dot|TILE|__shared__",
+        "tiling": r"tl\.dot|TILE|__shared__|mma_sync|mma\.sync",
         "shared_memory": r"__shared__",
-        "smem_padding": r"\+\s*1\s*\]",
+        "smem_padding": r"\+\s*(?:1|PAD\w*)\s*\]",
+        "async_copy": r"cp\.async|cp_async|memcpy_async",
         "launch_config": r"num_warps|num_stages|next_power_of_2|cdiv|<<<|__launch_bounds__",
         "autotune": r"autotune",
     }.items()
@@ -143,8 +146,15 @@ def _python_candidates(parsed: _Parsed, line: int) -> list[tuple[int, int]]:
 
 
 def _cuda_candidates(lines: list[str], line: int, lo: int, hi: int) -> list[tuple[int, int]]:
-    """Spans around ``line`` in string lines ``[lo, hi]``: its short brace block, its statement."""
+    """Spans around ``line`` in string lines ``[lo, hi]``.
+
+    In order: the block the line opens (with its ``else``), when short; the innermost block
+    around the line, when short; the line's statement.
+    """
     out: list[tuple[int, int]] = []
+    opened = _opened_block(lines, line, hi)
+    if opened is not None and opened[1] - opened[0] < MAX_LINES:
+        out.append(opened)
     depth = 0
     start = None
     for i in range(line, lo - 1, -1):
@@ -169,6 +179,21 @@ def _cuda_candidates(lines: list[str], line: int, lo: int, hi: int) -> list[tupl
         last += 1
     out.append((first, last))
     return out
+
+
+def _opened_block(lines: list[str], line: int, hi: int) -> tuple[int, int] | None:
+    """``(line, end)`` of the block that ``line`` opens (``if (...) {``), its ``else`` included."""
+    if not lines[line - 1].rstrip().endswith("{"):
+        return None
+    depth = 0
+    for j in range(line, hi + 1):
+        text = lines[j - 1]
+        depth += text.count("{") - text.count("}")
+        if j == line and depth <= 0:
+            return None
+        if depth <= 0 and not text.rstrip().endswith("{"):
+            return line, j
+    return None
 
 
 def _string_range(parsed: _Parsed, line: int) -> tuple[int, int] | None:

@@ -48,6 +48,15 @@ TECHNIQUES: dict[str, TechniqueInfo] = {
         "Strided loads are deliberate (e.g. a column reduction) and strides come from "
         "`tensor.stride()`, not assumed.",
     ),
+    "aligned_vector_path": TechniqueInfo(
+        "Alignment check and scalar tail",
+        "memory-access",
+        "Take the 16-byte vector path only when every pointer is 16-byte aligned and the length "
+        "a multiple of the vector width (`(ptr & 15) == 0`, `n % 4 == 0`); a scalar path or "
+        "tail loop handles the rest.",
+        "Every cast to a vector type is reached only after an alignment and length check, and "
+        "the elements after the last full vector are handled by scalar code.",
+    ),
     "atomic_update": TechniqueInfo(
         "Atomic updates",
         "memory-access",
@@ -106,8 +115,16 @@ TECHNIQUES: dict[str, TechniqueInfo] = {
     "smem_padding": TechniqueInfo(
         "Shared-memory padding",
         "tiling",
-        "Pad shared tiles (`[T][T+1]`) so column accesses avoid bank conflicts.",
-        "Shared tiles read by column are padded by one element.",
+        "Pad shared tiles (`[T][T+1]`, `[BK + PAD]`) so column accesses avoid bank conflicts.",
+        "Shared tiles read by column (or by `wmma::load_matrix_sync`) are padded.",
+    ),
+    "async_copy": TechniqueInfo(
+        "Asynchronous copies into shared memory",
+        "tiling",
+        "Double-buffer shared tiles and fill them with `cp.async`, so the next tile is in "
+        "flight while the current one is used.",
+        "Every `cp.async` group is waited for (`cp.async.wait_group`) and fenced with "
+        "`__syncthreads()` before its tile is read.",
     ),
     "launch_config": TechniqueInfo(
         "Launch configuration",
@@ -373,12 +390,22 @@ def _analyze_launcher(nodes: list[ast.AST], out: _Collector) -> None:
                 out.add("launch_config", node.lineno)
 
 
+_VECTOR_TYPE = r"(?:float[24]|u?int[24]|__half2|half2|__nv_bfloat162)"
+
 _CUDA_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("warp_shuffle", re.compile(r"__shfl_(?:down_|xor_|up_)?sync")),
-    ("smem_padding", re.compile(r"__shared__[^;]*\[[^\]]+\]\s*\[[^\]]*\+\s*1\s*\]")),
+    (
+        "smem_padding",
+        re.compile(r"__shared__[^;]*\[[^\]]+\]\s*\[[^\]]*\+\s*(?:1|PAD\w*)\s*\]"),
+    ),
     ("shared_memory", re.compile(r"__shared__")),
-    ("vectorized_memory", re.compile(r"\b(?:float4|float2|half2|__half2|int4|__nv_bfloat162)\b")),
-    ("masking", re.compile(r"if\s*\(\s*[\w.]+\s*(?:<|>=)\s*[\w.]+\s*\)")),
+    # a vector load or store (the cast) is the finding; a bare mention of the type otherwise
+    ("vectorized_memory", re.compile(rf"reinterpret_cast<\s*(?:const\s+)?{_VECTOR_TYPE}\s*\*")),
+    ("vectorized_memory", re.compile(rf"\b{_VECTOR_TYPE}\b")),
+    # the branch that picks the vector path on alignment, else the test itself
+    ("aligned_vector_path", re.compile(r"if\s*\([^\n]*&\s*(?:15|0xf|0xF)\b[^\n]*\{")),
+    ("aligned_vector_path", re.compile(r"[^\n]*&\s*(?:15|0xf|0xF)\b")),
+    ("masking", re.compile(r"if\s*\(\s*[\w.]+\s*(?:<|>=)\s*[\w.]+\s*(?:\)|&&|\|\|)")),
     ("atomic_update", re.compile(r"\batomic(?:Add|Max|Min|CAS|Exch)\s*\(")),
     ("fp32_accumulation", re.compile(r"__half2float|__bfloat162float|static_cast<float>")),
     (
@@ -388,8 +415,16 @@ _CUDA_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
         ),
     ),
     ("strided_access", re.compile(r"threadIdx\.x\s*\*\s*\w+|\w+\s*\*\s*stride")),
-    ("launch_config", re.compile(r"<<<|__launch_bounds__")),
+    ("async_copy", re.compile(r"cp\.async|__pipeline_memcpy_async|\bmemcpy_async\b")),
+    ("launch_config", re.compile(r"<<<")),
+    ("launch_config", re.compile(r"__launch_bounds__")),
 )
+
+_WARP_PARTIAL = re.compile(r"\[\s*(?:warp|wid|warp_id|warpId)\s*\]\s*=[^=]")
+"""One value per warp written to shared memory: the cross-warp step of a block reduction."""
+
+_MMA = re.compile(r"\bmma_sync\b|\bmma\.sync\b")
+"""Tensor-core matrix multiply-accumulate (WMMA or inline PTX) on tiles."""
 
 
 def _analyze_cuda(code: str, first_line: int, out: _Collector) -> None:
@@ -401,9 +436,15 @@ def _analyze_cuda(code: str, first_line: int, out: _Collector) -> None:
         if match:
             out.add(technique, line_of(match.start()))
     sync = code.find("__syncthreads")
-    if sync >= 0 and re.search(r">>=\s*1|/=\s*2", code):
+    partial = _WARP_PARTIAL.search(code)
+    if sync >= 0 and partial:
+        out.add("block_reduction", line_of(partial.start()))
+    elif sync >= 0 and re.search(r">>=\s*1|/=\s*2", code):
         out.add("block_reduction", line_of(sync))
-    if "__shared__" in code and re.search(r"for\s*\([^)]*\+=\s*\w*TILE", code):
+    mma = _MMA.search(code)
+    if "__shared__" in code and mma:
+        out.add("tiling", line_of(mma.start()))
+    elif "__shared__" in code and re.search(r"for\s*\([^)]*\+=\s*\w*(?:TILE|BK|BLOCK_K)", code):
         out.add("tiling", line_of(code.find("__shared__")))
     exp = re.search(r"expf?\(\s*\w*max\w*\s*-\s*\w*max\w*\s*\)", code)
     if exp and "fmaxf" in code:

@@ -120,6 +120,21 @@ def attempts_of(events: Iterable[TraceEvent]) -> list[Attempt]:
     return list(iter_attempts(enumerate(events, start=1)))
 
 
+def disputed_kernels(attempts: Iterable[Attempt]) -> set[str]:
+    """Kernels that got both a failing and a passing verdict in one trace, unchanged.
+
+    The same source (same hash) cannot be both broken and correct: one of the verdicts is the
+    judge's fault (a verifier bug, an out-of-memory on a shared GPU), so neither its failure
+    nor the pass that followed is evidence of a repair.
+    """
+    passed: set[str] = set()
+    failed: set[str] = set()
+    for a in attempts:
+        for v in a.verdicts:
+            (passed if v.passed else failed).add(a.kernel_hash)
+    return passed & failed
+
+
 def repaired_failures(attempts: Iterable[Attempt]) -> int:
     """Failing verdicts followed later by a passing one, counted over consecutive verdicts."""
     count, last_failed = 0, False
