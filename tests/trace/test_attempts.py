@@ -44,6 +44,18 @@ def test_rechecks_of_one_kernel_are_one_attempt_and_notes_go_to_the_next():
     assert repaired_failures([a, b]) == 1
 
 
+def test_a_kernel_failing_then_passing_unchanged_is_not_a_repair():
+    events = [
+        _result("check", "a", False),
+        _result("benchmark", "a", True, speedup=1.2),
+        _result("check", "b", False),
+        _result("check", "c", True),
+    ]
+    attempts = attempts_of(events)
+    assert [a.kernel_hash for a in attempts] == [kernel_hash(x) for x in "abc"]
+    assert repaired_failures(attempts) == 1  # only b -> c
+
+
 def test_a_verdict_without_source_is_known_by_its_candidate_hash():
     (only,) = attempts_of([_result("Bash", None, True)])
     assert only.kernel_hash == make_verdict(True).candidate_hash and only.kernel_source is None

@@ -123,9 +123,9 @@ def attempts_of(events: Iterable[TraceEvent]) -> list[Attempt]:
 def disputed_kernels(attempts: Iterable[Attempt]) -> set[str]:
     """Kernels that got both a failing and a passing verdict in one trace, unchanged.
 
-    The same source (same hash) cannot be both broken and correct: one of the verdicts is the
-    judge's fault (a verifier bug, an out-of-memory on a shared GPU), so neither its failure
-    nor the pass that followed is evidence of a repair.
+    Nothing changed between such verdicts, so neither the failure nor the pass that followed is
+    evidence of a repair: one of them is the judge's fault (a verifier bug, an out-of-memory on
+    a shared GPU), or the kernel fails only on some of the shapes and seeds each check draws.
     """
     passed: set[str] = set()
     failed: set[str] = set()
@@ -136,11 +136,17 @@ def disputed_kernels(attempts: Iterable[Attempt]) -> set[str]:
 
 
 def repaired_failures(attempts: Iterable[Attempt]) -> int:
-    """Failing verdicts followed later by a passing one, counted over consecutive verdicts."""
-    count, last_failed = 0, False
+    """Failing verdicts followed by a passing verdict of a *different* kernel (fail -> pass).
+
+    A pass of the very kernel that failed (judged again unchanged) is not a repair.
+    """
+    count, failed_kernel = 0, None
     for a in attempts:
         for v in a.verdicts:
-            if v.passed and last_failed:
-                count += 1
-            last_failed = not v.passed
+            if v.passed:
+                if failed_kernel is not None and failed_kernel != a.kernel_hash:
+                    count += 1
+                failed_kernel = None
+            else:
+                failed_kernel = a.kernel_hash
     return count
