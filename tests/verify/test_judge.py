@@ -130,11 +130,10 @@ def test_timing_input_sets_shrink_to_what_the_gpu_can_hold(monkeypatch) -> None:
 
 
 def test_the_judge_gives_cached_and_ipc_memory_back_between_large_trials(monkeypatch) -> None:
-    from types import SimpleNamespace
 
     import torch
 
-    from upskills.verify.judge import Judge
+    from upskills.verify.judge_memory import release_memory
 
     calls: list[str] = []
     gib = 2**30
@@ -144,15 +143,15 @@ def test_the_judge_gives_cached_and_ipc_memory_back_between_large_trials(monkeyp
     monkeypatch.setattr(torch.cuda, "synchronize", lambda *a: calls.append("sync"))
     monkeypatch.setattr(torch.cuda, "ipc_collect", lambda: calls.append("ipc_collect"))
     monkeypatch.setattr(torch.cuda, "empty_cache", lambda: calls.append("empty_cache"))
-    Judge.release_memory(SimpleNamespace(device="cpu"), force=True)  # type: ignore[arg-type]
+    release_memory("cpu", force=True)
     assert calls == []
-    Judge.release_memory(SimpleNamespace(device="cuda"))  # type: ignore[arg-type]
+    release_memory("cuda")
     assert calls == ["sync", "ipc_collect", "empty_cache"]
     calls.clear()
     reserved["now"] = gib + 2**20  # under 1 GiB cached: not worth a round trip to the driver
-    Judge.release_memory(SimpleNamespace(device="cuda"))  # type: ignore[arg-type]
+    release_memory("cuda")
     assert calls == []
-    Judge.release_memory(SimpleNamespace(device="cuda"), force=True)  # type: ignore[arg-type]
+    release_memory("cuda", force=True)
     assert calls == ["sync", "ipc_collect", "empty_cache"]
 
 
@@ -168,7 +167,6 @@ def test_an_out_of_memory_failure_says_what_the_judge_held(monkeypatch) -> None:
     monkeypatch.setattr(torch.cuda, "memory_reserved", lambda *a: 112 * gib)
     monkeypatch.setattr(torch.cuda, "mem_get_info", lambda *a: (5 * gib, 140 * gib))
     judge = SimpleNamespace(device="cuda")
-    judge._memory_note = lambda: Judge._memory_note(judge)  # type: ignore[attr-defined]
     text = "OutOfMemoryError: CUDA out of memory."
     oom = Failure(error_class="runtime", stage="timing", message=text)
     got = Judge.fail_from(judge, oom)  # type: ignore[arg-type]

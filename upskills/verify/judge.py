@@ -25,16 +25,9 @@ from upskills.tasks.model import Task
 from upskills.tasks.runtime import build_init_inputs, build_inputs, build_module, load_reference
 from upskills.verify.compare import compare_outputs, is_matmul_class
 from upskills.verify.domains import apply_domain
-from upskills.verify.guards import (
-    ALLOWED_OPS,
-    DATA_MOVEMENT_OPS,
-    SMALL_NUMEL,
-    LaunchState,
-    OpLog,
-    make_op_recorder,
-    op_family,
-    work_ops,
-)
+from upskills.verify.guards import LaunchState, OpLog, make_op_recorder, work_ops
+from upskills.verify.judge_memory import memory_note, release_memory
+from upskills.verify.judge_rules import check_guards, output_problem
 from upskills.verify.protocol import (
     REPLY,
     Ack,
@@ -44,7 +37,6 @@ from upskills.verify.protocol import (
     ChannelTimeout,
     Failure,
     Hello,
-    OpSeen,
     Param,
     Setup,
     TensorHandle,
@@ -56,20 +48,6 @@ from upskills.verify.transport import SharedArena, buffer_like, clone_tree, expo
 from upskills.verify.verdict import ErrorClass, Timing, VariantResult, VerdictStage
 from upskills.verify.worker import StageFailure, environment
 
-GUARD_LETTERS = {
-    "no_launch": "(a) ",
-    "torch_compute": "(b) ",
-    "python_fallback": "(b) ",
-    "stale_result": "(c) ",
-    "timed_result": "(c) ",
-    "library_patch": "(d) ",
-    "threads": "(d) ",
-    "clock": "(d) ",
-    "output_type": "(b) ",
-    "output_alias": "(b) ",
-}
-"""The guard families of the docs: (a) own kernel, (b) not PyTorch's work, (c) no caching,
-(d) no timing or library tricks, (e) no reaching the judge."""
 CPU_NOTE = (
     "CPU (Triton interpreter): programs run one after another, so races between programs "
     "cannot show, and nothing is timed"
@@ -252,22 +230,8 @@ class Judge:
             stage = VerdictStage.CORRECTNESS
         message = failure.message
         if self.device.startswith("cuda") and "out of memory" in message.lower():
-            message += self._memory_note()
+            message += memory_note()
         return StageFailure(cls, stage, message, guard=failure.guard)
-
-    def _memory_note(self) -> str:
-        """What the judge itself held on the GPU when the candidate ran out of memory."""
-        import torch
-
-        try:
-            held = torch.cuda.memory_reserved() / 2**30
-            free, total = torch.cuda.mem_get_info()
-        except RuntimeError:
-            return ""
-        return (
-            f" [the judge held {held:.1f} GiB of this GPU; {free / 2**30:.1f} of "
-            f"{total / 2**30:.1f} GiB free after the failure]"
-        )
 
     # ------------------------------------------------------------------ plan
 
@@ -408,11 +372,11 @@ class Judge:
             raise StageFailure(ErrorClass.RUNTIME, VerdictStage.CORRECTNESS, "unexpected reply")
         if reply.failure is not None:
             raise self.fail_from(reply.failure)
-        self.guards(reply, ref_work, where)
+        check_guards(reply, ref_work, where, self.job.display)
         result = VariantResult(variant=name, seed=seed, domain=domain, passed=True)
         if prepared.plan.drawn:
             result.shape = dict(prepared.plan.globals)
-        problem = self.output_problem(reply, structure, ref_items, where)
+        problem = output_problem(reply, structure, ref_items, where, self.job.display)
         if problem is not None:
             result.passed, result.error_class, result.message = False, problem[0], problem[1]
             self.clock.add("compare", time.monotonic() - t2)
@@ -453,117 +417,6 @@ class Judge:
         self.clock.add("compare", time.monotonic() - t2)
         return result
 
-    def guards(self, reply: TrialDone, ref_work: set[str], where: str) -> None:
-        """Run-time guards on what the candidate's process reported about one call."""
-        display = self.job.display
-
-        def fire(guard: str, text: str) -> StageFailure:
-            letter = GUARD_LETTERS.get(guard, "")
-            return StageFailure(
-                ErrorClass.GUARD,
-                VerdictStage.GUARDS,
-                f"{display}: guard {letter}{text} ({where})",
-                guard=guard,
-            )
-
-        if reply.library_changes:
-            raise fire(
-                "library_patch",
-                "library state changed while forward ran: " + ", ".join(reply.library_changes[:5]),
-            )
-        if reply.threads_started:
-            raise fire(
-                "threads",
-                f"forward started {reply.threads_started} thread(s); threads escape the op "
-                "recorder and the timed stream",
-            )
-        if reply.launches == 0:
-            raise fire(
-                "no_launch",
-                "ModelNew.forward launched no kernel of its own; launch a Triton or "
-                "load_inline kernel in every call",
-            )
-        scalars = reply.python_scalars + sum(
-            op.calls for op in reply.ops if op.name == "_local_scalar_dense"
-        )
-        if scalars > SMALL_NUMEL:
-            raise fire(
-                "python_fallback",
-                f"forward converted {scalars} tensor elements to Python/NumPy values (a Python "
-                "or NumPy fallback is not a kernel)",
-            )
-        bad: list[OpSeen] = []
-        compute_total = 0
-        for op in reply.ops:
-            if op.name in ALLOWED_OPS:
-                continue
-            if op.name not in DATA_MOVEMENT_OPS:
-                compute_total += op.total_numel
-            if op.numel <= SMALL_NUMEL:
-                continue
-            if op.name not in DATA_MOVEMENT_OPS or op_family(op.name) in ref_work:
-                bad.append(op)
-        if bad:
-            names = ", ".join(f"aten.{op.name} on {op.numel} elements" for op in bad[:4])
-            raise fire(
-                "torch_compute",
-                f"ModelNew.forward runs PyTorch compute ops for the task's work ({names}); "
-                "do the work in your own kernel",
-            )
-        if compute_total > SMALL_NUMEL:
-            ops = ", ".join(
-                f"aten.{op.name} x{op.calls}"
-                for op in reply.ops
-                if op.name not in ALLOWED_OPS and op.name not in DATA_MOVEMENT_OPS
-            )
-            raise fire(
-                "torch_compute",
-                f"ModelNew.forward runs PyTorch compute ops on {compute_total} elements in all "
-                f"({ops}); splitting the work into small pieces is still PyTorch's work",
-            )
-
-    def output_problem(
-        self, reply: TrialDone, structure: str, ref_items: list[Any], where: str
-    ) -> tuple[ErrorClass, str] | None:
-        """Structure, exact type, aliasing, shape, dtype and device of the outputs."""
-        from upskills.verify.transport import dtype_name
-
-        if reply.structure != structure or len(reply.outputs) != len(ref_items):
-            return ErrorClass.SHAPE, (
-                f"{where}: forward returned {reply.structure or 'nothing'}, expected {structure}"
-            )
-        for i, (meta, ref) in enumerate(zip(reply.outputs, ref_items, strict=True)):
-            label = "output" if structure == "tensor" else f"output[{i}]"
-            if not meta.exact_tensor:
-                raise StageFailure(
-                    ErrorClass.GUARD,
-                    VerdictStage.GUARDS,
-                    f"{self.job.display}: {label} is a {meta.type_name}, not a plain "
-                    f"torch.Tensor ({where}); subclasses can do work where outputs are judged",
-                    guard="output_type",
-                )
-            if meta.aliases_input:
-                raise StageFailure(
-                    ErrorClass.GUARD,
-                    VerdictStage.GUARDS,
-                    f"{self.job.display}: {label} shares memory with an input ({where}); "
-                    "return a new tensor",
-                    guard="output_alias",
-                )
-            if meta.shape != list(ref.shape):
-                return ErrorClass.SHAPE, (
-                    f"{where}: {label} has shape {tuple(meta.shape)}, expected {tuple(ref.shape)}"
-                )
-            if meta.dtype != dtype_name(ref.dtype):
-                return ErrorClass.DTYPE, (
-                    f"{where}: {label} has dtype {meta.dtype}, expected {dtype_name(ref.dtype)}"
-                )
-            if meta.device != ref.device.type:
-                return ErrorClass.DEVICE, (
-                    f"{where}: {label} is on {meta.device}, expected {ref.device.type}"
-                )
-        return None
-
     # ------------------------------------------------------------------ whole check
 
     def run(self) -> JudgeResult:
@@ -587,7 +440,7 @@ class Judge:
                 domain = domains[(index + i) % len(domains)] if index else "normal"
                 res = self.trial(prep, index, domain, prev)
                 self.result.variants.append(res)
-                self.release_memory()
+                release_memory(self.device)
                 count += 1
                 if not res.passed:
                     break
@@ -595,32 +448,12 @@ class Judge:
                 break
         self._conclude(count, len(prepared))
         prev.clear()  # large outputs: free them before the timing sets are built
-        self.release_memory(force=True)
+        release_memory(self.device, force=True)
         if self.result.passed and self.job.timing and self.device.startswith("cuda"):
             from upskills.verify.judge_timing import time_main
 
             time_main(self, self.main_for_timing(prepared))
         return self.result
-
-    def release_memory(self, force: bool = False) -> None:
-        """Give the GPU memory the judge no longer uses back to the device.
-
-        The judge's tensors die with each trial, but PyTorch keeps their blocks: the caching
-        allocator holds them for reuse and CUDA-IPC-shared storages wait in a limbo until the
-        candidate's reference is gone. Both count against the memory the candidate's process
-        can allocate; at KernelBench sizes (8 GiB per tensor) the judge held 112-128 GiB of an
-        H200 after six trials and the candidate's forward ran out of memory while being timed.
-        Released after trials that moved more than 1 GiB, and always before timing.
-        """
-        if not self.device.startswith("cuda"):
-            return
-        import torch
-
-        if not force and torch.cuda.memory_reserved() - torch.cuda.memory_allocated() < 2**30:
-            return
-        torch.cuda.synchronize()
-        torch.cuda.ipc_collect()
-        torch.cuda.empty_cache()
 
     def main_for_timing(self, prepared: list[Prepared]) -> Prepared:
         """The main variant, with the candidate's ``ModelNew`` rebuilt for it if need be.

@@ -1,0 +1,44 @@
+"""The judge's GPU memory: given back between large trials, and reported when a candidate runs out.
+
+The judge's tensors die with each trial, but PyTorch keeps their blocks: the caching allocator
+holds them for reuse and CUDA-IPC-shared storages wait in a limbo until the candidate's
+reference is gone. Both count against the memory the candidate's process can allocate; at
+KernelBench sizes (8 GiB per tensor) the judge held 112-128 GiB of an H200 after six trials and
+the candidate's forward ran out of memory while being timed.
+"""
+
+from __future__ import annotations
+
+GIB = 2**30
+
+
+def release_memory(device: str, force: bool = False) -> None:
+    """Give GPU memory the judge no longer uses back to the device.
+
+    Done when more than 1 GiB sits cached (after large trials), and always with ``force``
+    (before timing). A no-op off CUDA.
+    """
+    if not device.startswith("cuda"):
+        return
+    import torch
+
+    if not force and torch.cuda.memory_reserved() - torch.cuda.memory_allocated() < GIB:
+        return
+    torch.cuda.synchronize()
+    torch.cuda.ipc_collect()
+    torch.cuda.empty_cache()
+
+
+def memory_note() -> str:
+    """What the judge itself held on the GPU when the candidate ran out of memory."""
+    import torch
+
+    try:
+        held = torch.cuda.memory_reserved() / GIB
+        free, total = torch.cuda.mem_get_info()
+    except RuntimeError:
+        return ""
+    return (
+        f" [the judge held {held:.1f} GiB of this GPU; {free / GIB:.1f} of "
+        f"{total / GIB:.1f} GiB free after the failure]"
+    )

@@ -1,0 +1,142 @@
+"""What the judge checks in a trial's reply: the run-time guards and the outputs as outputs.
+
+Guards fire on what the candidate's process reported about one call (library patches, threads,
+no launch of its own, Python/NumPy fallbacks, PyTorch doing the work); outputs must have the
+reference's structure, exact ``torch.Tensor`` type, no aliasing of inputs, and its shape, dtype
+and device.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from upskills.verify.guards import ALLOWED_OPS, DATA_MOVEMENT_OPS, SMALL_NUMEL, op_family
+from upskills.verify.protocol import OpSeen, TrialDone
+from upskills.verify.verdict import ErrorClass, VerdictStage
+from upskills.verify.worker import StageFailure
+
+GUARD_LETTERS = {
+    "no_launch": "(a) ",
+    "torch_compute": "(b) ",
+    "python_fallback": "(b) ",
+    "stale_result": "(c) ",
+    "timed_result": "(c) ",
+    "library_patch": "(d) ",
+    "threads": "(d) ",
+    "clock": "(d) ",
+    "output_type": "(b) ",
+    "output_alias": "(b) ",
+}
+"""The guard families of the docs: (a) own kernel, (b) not PyTorch's work, (c) no caching,
+(d) no timing or library tricks, (e) no reaching the judge."""
+
+
+def check_guards(reply: TrialDone, ref_work: set[str], where: str, display: str) -> None:
+    """Run-time guards on what the candidate's process reported about one call."""
+
+    def fire(guard: str, text: str) -> StageFailure:
+        letter = GUARD_LETTERS.get(guard, "")
+        return StageFailure(
+            ErrorClass.GUARD,
+            VerdictStage.GUARDS,
+            f"{display}: guard {letter}{text} ({where})",
+            guard=guard,
+        )
+
+    if reply.library_changes:
+        raise fire(
+            "library_patch",
+            "library state changed while forward ran: " + ", ".join(reply.library_changes[:5]),
+        )
+    if reply.threads_started:
+        raise fire(
+            "threads",
+            f"forward started {reply.threads_started} thread(s); threads escape the op "
+            "recorder and the timed stream",
+        )
+    if reply.launches == 0:
+        raise fire(
+            "no_launch",
+            "ModelNew.forward launched no kernel of its own; launch a Triton or "
+            "load_inline kernel in every call",
+        )
+    scalars = reply.python_scalars + sum(
+        op.calls for op in reply.ops if op.name == "_local_scalar_dense"
+    )
+    if scalars > SMALL_NUMEL:
+        raise fire(
+            "python_fallback",
+            f"forward converted {scalars} tensor elements to Python/NumPy values (a Python "
+            "or NumPy fallback is not a kernel)",
+        )
+    bad: list[OpSeen] = []
+    compute_total = 0
+    for op in reply.ops:
+        if op.name in ALLOWED_OPS:
+            continue
+        if op.name not in DATA_MOVEMENT_OPS:
+            compute_total += op.total_numel
+        if op.numel <= SMALL_NUMEL:
+            continue
+        if op.name not in DATA_MOVEMENT_OPS or op_family(op.name) in ref_work:
+            bad.append(op)
+    if bad:
+        names = ", ".join(f"aten.{op.name} on {op.numel} elements" for op in bad[:4])
+        raise fire(
+            "torch_compute",
+            f"ModelNew.forward runs PyTorch compute ops for the task's work ({names}); "
+            "do the work in your own kernel",
+        )
+    if compute_total > SMALL_NUMEL:
+        ops = ", ".join(
+            f"aten.{op.name} x{op.calls}"
+            for op in reply.ops
+            if op.name not in ALLOWED_OPS and op.name not in DATA_MOVEMENT_OPS
+        )
+        raise fire(
+            "torch_compute",
+            f"ModelNew.forward runs PyTorch compute ops on {compute_total} elements in all "
+            f"({ops}); splitting the work into small pieces is still PyTorch's work",
+        )
+
+
+def output_problem(
+    reply: TrialDone, structure: str, ref_items: list[Any], where: str, display: str
+) -> tuple[ErrorClass, str] | None:
+    """Structure, exact type, aliasing, shape, dtype and device of the outputs."""
+    from upskills.verify.transport import dtype_name
+
+    if reply.structure != structure or len(reply.outputs) != len(ref_items):
+        return ErrorClass.SHAPE, (
+            f"{where}: forward returned {reply.structure or 'nothing'}, expected {structure}"
+        )
+    for i, (meta, ref) in enumerate(zip(reply.outputs, ref_items, strict=True)):
+        label = "output" if structure == "tensor" else f"output[{i}]"
+        if not meta.exact_tensor:
+            raise StageFailure(
+                ErrorClass.GUARD,
+                VerdictStage.GUARDS,
+                f"{display}: {label} is a {meta.type_name}, not a plain "
+                f"torch.Tensor ({where}); subclasses can do work where outputs are judged",
+                guard="output_type",
+            )
+        if meta.aliases_input:
+            raise StageFailure(
+                ErrorClass.GUARD,
+                VerdictStage.GUARDS,
+                f"{display}: {label} shares memory with an input ({where}); return a new tensor",
+                guard="output_alias",
+            )
+        if meta.shape != list(ref.shape):
+            return ErrorClass.SHAPE, (
+                f"{where}: {label} has shape {tuple(meta.shape)}, expected {tuple(ref.shape)}"
+            )
+        if meta.dtype != dtype_name(ref.dtype):
+            return ErrorClass.DTYPE, (
+                f"{where}: {label} has dtype {meta.dtype}, expected {dtype_name(ref.dtype)}"
+            )
+        if meta.device != ref.device.type:
+            return ErrorClass.DEVICE, (
+                f"{where}: {label} is on {meta.device}, expected {ref.device.type}"
+            )
+    return None
