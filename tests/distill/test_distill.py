@@ -307,6 +307,40 @@ def test_templates_show_most_of_the_pack_first_then_speed():
     assert [t.task for t in templates_by_merit([_practice("masking")], ev, 2)] == ["norm", "gelu"]
 
 
+def test_a_kernel_is_the_template_of_one_pack_only():
+    from upskills.distill.pipeline import _Evidence, template_homes, templates_by_merit
+    from upskills.distill.render import Template
+
+    ev = _Evidence()
+    kernels = {  # a norm that stages its reduction in shared memory, a transpose, a gelu
+        "norm": (11.8, {"masking", "block_reduction", "warp_shuffle", "shared_memory"}),
+        "transpose": (2.7, {"masking", "shared_memory", "smem_padding"}),
+        "gelu": (8.8, {"masking", "vectorized_memory"}),
+    }
+    for task, (speedup, techs) in kernels.items():
+        ev.best[task] = Template(task, task, f"trace-{task}", "src", speedup)
+        ev.techniques[task] = techs
+    groups = {
+        "gpu-reductions": [_practice(t) for t in ("block_reduction", "warp_shuffle")],
+        "gpu-tiling": [_practice(t) for t in ("shared_memory", "smem_padding")],
+        "gpu-memory-access": [_practice(t) for t in ("masking", "vectorized_memory")],
+    }
+    homes = template_homes(groups, ev)
+    assert homes == {
+        "norm": "gpu-reductions",
+        "transpose": "gpu-tiling",
+        "gelu": "gpu-memory-access",
+    }
+    tiling = {h for h, pack in homes.items() if pack == "gpu-tiling"}
+    assert [t.task for t in templates_by_merit(groups["gpu-tiling"], ev, 2)] == [
+        "transpose",
+        "norm",
+    ]  # without homes the norm kernel would be a tiling template too
+    assert [t.task for t in templates_by_merit(groups["gpu-tiling"], ev, 2, tiling)] == [
+        "transpose"
+    ]
+
+
 def test_a_confounded_change_goes_to_the_family_its_code_shows():
     from upskills.distill.lessons import Effect, Lesson
     from upskills.distill.pipeline import _confounded_family

@@ -261,7 +261,40 @@ def _groups(
     return dict(sorted(out.items(), key=lambda kv: (order.get(kv[0], 99), kv[0])))
 
 
-def templates_by_merit(lessons: list[Lesson], ev: _Evidence, limit: int) -> list[Template]:
+def template_homes(groups: dict[str, list[Lesson]], ev: _Evidence) -> dict[str, str]:
+    """The one pack each kernel may be a template of: task hash -> pack name.
+
+    A kernel goes to the pack whose taught techniques it shows most *distinctively*: each
+    technique weighs 1 / (number of final kernels that use it), so masking or a launch
+    configuration (in nearly every kernel) count little and a padded shared-memory tile or a
+    warp shuffle count much. Ties go to the pack with more of the kernel's techniques, then by
+    name. One norm kernel that also stages a reduction in shared memory is then the template
+    of one pack, not of every pack that mentions shared memory.
+    """
+    taught = {
+        name: {x.technique for x in lessons if x.supported and x.technique in TECHNIQUES}
+        for name, lessons in groups.items()
+    }
+    users: dict[str, int] = {}
+    for task_hash in ev.best:
+        for tech in ev.techniques[task_hash]:
+            users[tech] = users.get(tech, 0) + 1
+    homes: dict[str, str] = {}
+    for task_hash in ev.best:
+        used = ev.techniques[task_hash]
+        scored = sorted(
+            (-sum(1.0 / users[x] for x in used & t), -len(used & t), name)
+            for name, t in taught.items()
+            if used & t
+        )
+        if scored:
+            homes[task_hash] = scored[0][2]
+    return homes
+
+
+def templates_by_merit(
+    lessons: list[Lesson], ev: _Evidence, limit: int, allowed: set[str] | None = None
+) -> list[Template]:
     """A pack's scripts: the verified final kernels that show most of its topic, fastest first.
 
     A kernel fits when it uses a technique the pack teaches (a supported lesson's); kernels
@@ -272,6 +305,8 @@ def templates_by_merit(lessons: list[Lesson], ev: _Evidence, limit: int) -> list
     """
     taught = {x.technique for x in lessons if x.supported and x.technique in TECHNIQUES}
     fits = [t for t in ev.best.values() if ev.techniques[t.task_hash] & taught]
+    if allowed is not None:
+        fits = [t for t in fits if t.task_hash in allowed]
     timed = [t for t in ev.best.values() if t.speedup is not None]
     if timed:
         fits = [t for t in fits if t.speedup is not None and t.speedup >= 1.0]
@@ -295,9 +330,11 @@ def _plan(
     ev: _Evidence,
     config: DistillConfig,
     prompts: dict[str, str],
+    homes: dict[str, str],
 ) -> PackPlan:
     trace_ids = sorted({s.trace_id for x in lessons for s in x.sources})
-    templates = templates_by_merit(lessons, ev, config.max_templates)
+    mine = {h for h, pack in homes.items() if pack == name}
+    templates = templates_by_merit(lessons, ev, config.max_templates, mine)
     evidence = hashlib.sha256(
         "\n".join(f"{t} {ev.traces[t]['sha256']}" for t in trace_ids).encode()
     ).hexdigest()[:16]
@@ -443,9 +480,11 @@ def distill(
     result.ablations = dict(sorted(ev.ablations.items()))
     merged = merge_lessons(ev.lessons)
     result.lessons = len(merged)
+    groups = _groups(merged, config)
+    homes = template_homes({name: g[2] for name, g in groups.items()}, ev)
     plans = [
-        _plan(name, title, scope, lessons, ev, config, _prompt_hashes(config))
-        for name, (title, scope, lessons) in _groups(merged, config).items()
+        _plan(name, title, scope, lessons, ev, config, _prompt_hashes(config), homes)
+        for name, (title, scope, lessons) in groups.items()
     ]
     if config.teacher:
         from upskills.distill.teacher import rewrite_plans
