@@ -27,7 +27,8 @@ from upskills.tasks.model import Task
 from upskills.verify.judge import JudgeJob, JudgeResult
 from upskills.verify.options import CheckOptions
 from upskills.verify.sandbox import JobOutcome, Zygote
-from upskills.verify.static import parse_candidate, race_notes, static_guards
+from upskills.verify.static import parse_candidate, static_guards
+from upskills.verify.static_races import race_notes
 from upskills.verify.verdict import ErrorClass, Verdict, VerdictStage
 
 BASELINE_TIMEOUT_S = 900.0
