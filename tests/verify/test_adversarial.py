@@ -595,3 +595,47 @@ def test_result_that_changes_when_timed(add_task):
     assert not verdict.passed and verdict.error_class == ErrorClass.GUARD, verdict.message
     assert honest.passed and honest.timing is not None, honest.message
     assert honest.timing_status == "measured"
+
+
+VALUE_KEYED_CACHE = (
+    GOOD_ADD.replace(
+        "class ModelNew(nn.Module):",
+        """@triton.jit
+def touch(out_ptr):
+    tl.store(out_ptr, tl.load(out_ptr))
+
+
+SEEN = {}
+
+
+class ModelNew(nn.Module):""",
+    )
+    .replace(
+        "        out = torch.empty_like(x)\n",
+        "        tag = (float(x.reshape(-1)[7]), float(y.reshape(-1)[-3]), x.shape)\n"
+        "        if tag in SEEN:\n"
+        "            touch[(1,)](SEEN[tag])\n"
+        "            return SEEN[tag]\n"
+        "        out = torch.empty_like(x)\n",
+    )
+    .replace("        return out\n", "        SEEN[tag] = out\n        return out\n")
+)
+
+
+@pytest.mark.gpu
+@pytest.mark.xfail(
+    strict=True,
+    reason="known hole (2026-11-30): timed calls rotate through 3 fixed input sets, so a "
+    "result cached by a few input values is correct when timed and the clock check agrees; "
+    "the judge must perturb inputs per timed call (docs/design/verifier.md)",
+)
+def test_a_result_cached_by_input_values_is_not_timed_as_a_kernel(add_task):
+    big = add_task.model_copy(
+        update={"variants": [ShapeVariant(name="main", main=True, globals={"N": 1 << 24})]}
+    )
+    with Verifier("cuda", CheckOptions(seeds=2, timeout_s=300, baselines=False)) as verifier:
+        cheat = verifier.check(big, VALUE_KEYED_CACHE)
+        honest = verifier.check(big, GOOD_ADD)
+    assert honest.passed and honest.timing is not None, honest.message
+    caught = not cheat.passed or cheat.timing is None
+    assert caught or cheat.timing.median_ms > 0.5 * honest.timing.median_ms, cheat.message
