@@ -639,3 +639,31 @@ def test_a_result_cached_by_input_values_is_not_timed_as_a_kernel(add_task):
     assert honest.passed and honest.timing is not None, honest.message
     caught = not cheat.passed or cheat.timing is None
     assert caught or cheat.timing.median_ms > 0.5 * honest.timing.median_ms, cheat.message
+
+
+SLOW_HOST_ADD = GOOD_ADD.replace(
+    "        out = torch.empty_like(x)\n",
+    "        time.sleep(0.0004)  # a slow Python launch path: host-bound, honest GPU work\n"
+    "        out = torch.empty_like(x)\n",
+).replace("import torch\n", "import time\n\nimport torch\n", 1)
+
+GRAPH_AWARE_CACHE = SLOW_HOST_ADD.replace(
+    "        time.sleep(0.0004)  # a slow Python launch path: host-bound, honest GPU work\n",
+    "        time.sleep(0.0004)\n"
+    "        if torch.cuda.is_current_stream_capturing() and hasattr(self, 'last'):\n"
+    "            return self.last\n",
+).replace("        return out", "        self.last = out\n        return out")
+
+
+@pytest.mark.gpu
+def test_a_host_bound_kernel_is_timed_through_a_cuda_graph(add_task):
+    """Python launch cost over a small kernel's GPU time is not a timing lie; a graph says so."""
+    small = add_task.model_copy(
+        update={"variants": [ShapeVariant(name="main", main=True, globals={"N": 1 << 16})]}
+    )
+    with Verifier("cuda", CheckOptions(seeds=2, timeout_s=300, baselines=False)) as verifier:
+        honest = verifier.check(small, SLOW_HOST_ADD)
+        cheat = verifier.check(small, GRAPH_AWARE_CACHE)
+    assert honest.passed and honest.timing_status == "measured", honest.message
+    assert any("CUDA-graph replay" in n for n in honest.notes), honest.notes
+    assert not cheat.passed and cheat.error_class == ErrorClass.GUARD, cheat.message

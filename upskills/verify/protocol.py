@@ -156,6 +156,10 @@ class Bulk(_Message):
     inputs: list[Arg]
     outputs: list[TensorHandle]
     """Buffers for the last call's outputs."""
+    graph: Literal["", "capture", "replay"] = ""
+    """``capture``: record one forward on ``inputs`` in a CUDA graph (no calls timed);
+    ``replay``: replay that graph ``calls`` times (the judge has changed the inputs' values in
+    between, so a graph that does not compute returns a stale result)."""
 
 
 class Ping(_Message):
