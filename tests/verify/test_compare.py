@@ -121,3 +121,27 @@ def test_tf32_level_error_is_allowed_only_for_matmul_class_tasks():
     assert not compare_tensors(ref, approx).passed
     assert compare_tensors(ref, approx, matmul=True).passed
     assert is_matmul_class(["gemm"]) and is_matmul_class([]) and not is_matmul_class(["softmax"])
+
+
+def test_a_comparison_in_slices_finds_what_the_whole_one_does(monkeypatch):
+    """GiB-scale outputs are compared slice by slice; the verdict and its numbers don't change."""
+    import torch
+
+    from upskills.verify import compare
+
+    g = torch.Generator().manual_seed(3)
+    ref = torch.randn(37, 53, generator=g)
+    near = ref + 1e-7 * torch.randn(37, 53, generator=g)
+    off = near.clone()
+    off[20, 7] += 0.5
+    off[30, 1] += 0.25
+    holed = near.clone()
+    holed[11, 40] = float("nan")
+    whole = [compare.compare_tensors(ref, x) for x in (near, off, holed)]
+    monkeypatch.setattr(compare, "CHUNK", 100)
+    sliced = [compare.compare_tensors(ref, x) for x in (near, off, holed)]
+    assert [w.passed for w in whole] == [s.passed for s in sliced] == [True, False, False]
+    assert sliced[1].message == whole[1].message and "[20, 7]" in sliced[1].message
+    assert "2 of 1961 elements" in sliced[1].message
+    assert sliced[2].error_class == whole[2].error_class and "[11, 40]" in sliced[2].message
+    assert abs((sliced[0].max_abs_err or 0) - (whole[0].max_abs_err or 0)) == 0

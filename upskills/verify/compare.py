@@ -13,6 +13,7 @@ positions (with the same sign for Inf). Strides do not matter: values are compar
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any, cast
 
@@ -146,6 +147,10 @@ def compare_tensors(
     return _compare_floats(ref, out, atol, rtol, label, shape, matmul)
 
 
+CHUNK = 1 << 26
+"""Elements compared at a time: a comparison's temporaries stay ~1.5 GiB at any output size."""
+
+
 def _compare_floats(
     ref: Any,
     out: Any,
@@ -155,56 +160,73 @@ def _compare_floats(
     shape: tuple[int, ...],
     matmul: bool,
 ) -> Comparison:
+    """Element and L2 tests, over ``CHUNK``-element slices (GiB-scale outputs fit beside them)."""
     import torch
 
     dtype_name = str(ref.dtype).removeprefix("torch.")
     base_atol, base_rtol, rel_l2_bound = tolerances(dtype_name, matmul)
     work = torch.float64 if ref.dtype == torch.float64 else torch.float32
-    r = ref.to(work)
-    c = out.to(work)
-    r_nan, c_nan = torch.isnan(r), torch.isnan(c)
-    r_inf, c_inf = torch.isinf(r), torch.isinf(c)
-    bad_special = (r_nan != c_nan) | (r_inf != c_inf) | (r_inf & c_inf & (r != c))
-    if bool(bad_special.any()):
-        at = _first(bad_special, shape)
-        count = int(bad_special.sum())
+    ref_flat, out_flat = ref.reshape(-1), out.reshape(-1)
+    n = ref_flat.numel()
+    spans = [(a, min(n, a + CHUNK)) for a in range(0, n, CHUNK)]
+
+    def pair(a: int, b: int) -> tuple[Any, Any]:
+        return ref_flat[a:b].to(work), out_flat[a:b].to(work)
+
+    special, first_special, n_finite, ref_sq = 0, -1, 0, 0.0
+    for a, b in spans:  # pass 1: NaN/Inf positions and the reference's RMS
+        r, c = pair(a, b)
+        r_nan, c_nan = torch.isnan(r), torch.isnan(c)
+        r_inf, c_inf = torch.isinf(r), torch.isinf(c)
+        bad_special = (r_nan != c_nan) | (r_inf != c_inf) | (r_inf & c_inf & (r != c))
+        k = int(bad_special.sum())
+        if k and first_special < 0:
+            first_special = a + int(torch.nonzero(bad_special)[0, 0])
+        special += k
+        finite = torch.isfinite(r)
+        n_finite += int(finite.sum())
+        r_f = torch.where(finite, r, torch.zeros_like(r))
+        ref_sq += float((r_f * r_f).sum())
+    if special:
+        at = _index(first_special, shape)
         return Comparison(
             False,
             ErrorClass.NAN,
-            f"{label}: NaN/Inf positions differ at {count} elements; first at {list(at)}: "
-            f"got {c[at].item()}, expected {r[at].item()}",
+            f"{label}: NaN/Inf positions differ at {special} elements; first at {list(at)}: "
+            f"got {float(out_flat[first_special])}, expected {float(ref_flat[first_special])}",
         )
-    finite = torch.isfinite(r)
-    r_f = torch.where(finite, r, torch.zeros_like(r))
-    c_f = torch.where(finite, c, torch.zeros_like(c))
-    n_finite = max(int(finite.sum()), 1)
-    rms = float(torch.sqrt((r_f * r_f).sum() / n_finite))
+    rms = math.sqrt(ref_sq / max(n_finite, 1))
     atol_used = atol if atol is not None else base_atol * (rms if rms > 0 else 1.0)
     rtol_used = rtol if rtol is not None else base_rtol
-    diff = (c_f - r_f).abs()
-    max_abs = float(diff.max()) if diff.numel() else 0.0
+    max_abs, worst, count, err_sq = 0.0, 0, 0, 0.0
+    for a, b in spans:  # pass 2: errors against the tolerances
+        r, c = pair(a, b)
+        finite = torch.isfinite(r)
+        r_f = torch.where(finite, r, torch.zeros_like(r))
+        diff = (torch.where(finite, c, torch.zeros_like(c)) - r_f).abs()
+        top = float(diff.max())
+        if top > max_abs:
+            max_abs, worst = top, a + int(torch.argmax(diff))
+        count += int((diff > atol_used + rtol_used * r_f.abs()).sum())
+        err_sq += float((diff * diff).sum())
     max_rel = max_abs / rms if rms > 0 else (0.0 if max_abs == 0 else float("inf"))
-    bad = diff > atol_used + rtol_used * r_f.abs()
-    count = int(bad.sum())
     result = Comparison(True, None, "", max_abs, max_rel, atol_used, rtol_used)
     if count:
-        worst = int(torch.argmax(diff.reshape(-1)))
         at = _index(worst, shape)
         result.passed = False
         result.error_class = ErrorClass.MISMATCH
         result.message = (
-            f"{label}: {count} of {ref.numel()} elements exceed tolerance "
+            f"{label}: {count} of {n} elements exceed tolerance "
             f"(atol={atol_used:.3g}, rtol={rtol_used:.3g}); max abs err {max_abs:.4g} at "
-            f"{list(at)}: got {c[at].item():.6g}, expected {r[at].item():.6g}"
+            f"{list(at)}: got {float(out_flat[worst]):.6g}, expected {float(ref_flat[worst]):.6g}"
         )
         return result
-    linalg: Any = torch.linalg  # untyped in torch's stubs
-    ref_norm = float(linalg.vector_norm(r_f))
+    ref_norm = math.sqrt(ref_sq)
     if (atol is not None or rtol is not None) and rms > 0:
         # a task that loosens the element test loosens this one as far (but zeros still fail)
         rel_l2_bound = max(rel_l2_bound, min(0.5, (atol_used + rtol_used * rms) / rms))
     if ref_norm > 0:
-        rel_l2 = float(linalg.vector_norm(c_f - r_f)) / ref_norm
+        rel_l2 = math.sqrt(err_sq) / ref_norm
         if rel_l2 > rel_l2_bound:
             result.passed = False
             result.error_class = ErrorClass.MISMATCH
