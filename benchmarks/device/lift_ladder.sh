@@ -45,7 +45,7 @@ YAML
 run=/tmp/smollm2-135m-ladder-h200
 timeout $((budget - 30)) python3 -m upskills lift --students /tmp/smollm2-135m.yaml \
   --skills skills/gpu-tiling --off-topic skills/gpu-reductions --compact \
-  --cases testcases/ladder-tiling --rungs choose,fill,repair,write --samples 3 \
+  --cases testcases/ladder-tiling --rungs "${RUNGS:-choose,fill,repair,write}" --samples "${SAMPLES:-3}" \
   --traces traces/corpus-live --device cuda --out "$run" \
   --arms baseline,inline,placebo,off_topic,excerpt > "$OUT/lift_ladder.log" 2>&1
 echo "lift exit: $?"

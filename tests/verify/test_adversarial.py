@@ -623,13 +623,12 @@ class ModelNew(nn.Module):""",
 
 
 @pytest.mark.gpu
-@pytest.mark.xfail(
-    strict=True,
-    reason="known hole (2026-11-30): timed calls rotate through 3 fixed input sets, so a "
-    "result cached by a few input values is correct when timed and the clock check agrees; "
-    "the judge must perturb inputs per timed call (docs/design/verifier.md)",
-)
 def test_a_result_cached_by_input_values_is_not_timed_as_a_kernel(add_task):
+    """A host-side value lookup costs its synchronisations: refused, or no faster than half.
+
+    (Passed on the H200 on 2026-11-30. A lookup kept on the GPU in a compute-bound task is the
+    open case: docs/design/verifier.md.)
+    """
     big = add_task.model_copy(
         update={"variants": [ShapeVariant(name="main", main=True, globals={"N": 1 << 24})]}
     )
