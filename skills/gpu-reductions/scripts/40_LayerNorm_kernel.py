@@ -1,5 +1,5 @@
-# Verified kernel for task `40_LayerNorm` (task hash 6c19ce957de04456), from trace fb505875f7f94f35b8cfe6a3cadf2076.
-# Measured: 26.22x eager, 1.09x torch.compile on NVIDIA H200.
+# Verified kernel for task `40_LayerNorm` (task hash 6c19ce957de04456), from trace 9b533ca77e1a4cf184ff3015accb3a0b.
+# Measured: 37.86x eager, 1.57x torch.compile on NVIDIA H200.
 # Check it: upskills check 40_LayerNorm scripts/40_LayerNorm_kernel.py
 import torch
 import torch.nn as nn
@@ -7,11 +7,13 @@ import triton
 import triton.language as tl
 
 
-# LayerNorm over the last three dims of fp32 [16, 64, 256, 256]: 16 rows of 4 Mi elements,
-# too few rows for one program per row. Split: (1) a grid of (row, chunk) programs computes
-# each chunk's mean and sum of squared deviations in registers (one read); (2) one program per
-# row merges the chunks (Chan's parallel variance: M2 = sum M2_c + sum n_c (mean_c - mean)^2),
-# so no E[x^2] - E[x]^2 cancellation; (3) an elementwise pass writes (x - mean) * rstd * w + b.
+# Session 2 measured 0.318 ms (26.2x eager, 1.09x torch.compile) = 42% of the copy bandwidth
+# counted on the minimal bytes (x in, y out: 512 MiB). Its normalize pass runs one program per
+# (chunk, row): every one of the 16 rows streams the whole weight and bias again (2 x 16 MiB
+# each time, 512 MiB in all, more than the 50 MiB L2 keeps between rows), so the kernel moves
+# ~1.3 GB, not 0.8. This attempt keeps the two-stage statistics (chunk mean/M2, Chan merge) and
+# changes the normalize pass: a program owns one BLOCK of columns, loads its w and b once and
+# loops over the rows, so weight and bias cross DRAM once (32 MiB) and x is read twice in all.
 @triton.jit
 def chunk_stats_kernel(x_ptr, mean_ptr, m2_ptr, n, n_chunks, CHUNK: tl.constexpr):
     row = tl.program_id(1).to(tl.int64)
@@ -42,16 +44,17 @@ def merge_stats_kernel(mean_ptr, m2_ptr, stat_ptr, n, n_chunks, eps, CHUNK: tl.c
 
 
 @triton.jit
-def normalize_kernel(x_ptr, w_ptr, b_ptr, stat_ptr, y_ptr, n, BLOCK: tl.constexpr):
-    row = tl.program_id(1).to(tl.int64)
+def normalize_rows_kernel(x_ptr, w_ptr, b_ptr, stat_ptr, y_ptr, n, rows, BLOCK: tl.constexpr):
     offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
     mask = offs < n
-    mean = tl.load(stat_ptr + row * 2)
-    rstd = tl.load(stat_ptr + row * 2 + 1)
-    x = tl.load(x_ptr + row * n + offs, mask=mask)
     w = tl.load(w_ptr + offs, mask=mask)
     b = tl.load(b_ptr + offs, mask=mask)
-    tl.store(y_ptr + row * n + offs, (x - mean) * rstd * w + b, mask=mask)
+    for r in range(0, rows):
+        row = r.to(tl.int64)
+        mean = tl.load(stat_ptr + row * 2)
+        rstd = tl.load(stat_ptr + row * 2 + 1)
+        x = tl.load(x_ptr + row * n + offs, mask=mask)
+        tl.store(y_ptr + row * n + offs, (x - mean) * rstd * w + b, mask=mask)
 
 
 class ModelNew(nn.Module):
@@ -74,7 +77,8 @@ class ModelNew(nn.Module):
             means, m2s, stats, n, n_chunks, self.ln.eps, CHUNK=chunk,
             BLOCK_C=triton.next_power_of_2(n_chunks), num_warps=8,
         )
-        normalize_kernel[(triton.cdiv(n, 4096), rows)](
-            x, self.ln.weight, self.ln.bias, stats, y, n, BLOCK=4096, num_warps=8
+        block = 2048
+        normalize_rows_kernel[(triton.cdiv(n, block),)](
+            x, self.ln.weight, self.ln.bias, stats, y, n, rows, BLOCK=block, num_warps=4
         )
         return y

@@ -1,63 +1,37 @@
-# Verified kernel for task `transpose_2d` (task hash 6f2cfbb771b7847b), from trace 40ca5da98d234e36b1e8cd0188874f5a.
-# Measured: 2.74x eager, 0.82x torch.compile on NVIDIA H200.
+# Verified kernel for task `transpose_2d` (task hash 6f2cfbb771b7847b), from trace c1d0521cd6ed4cb08cb32aabe918d21a.
+# Measured: 3.33x eager, 1.00x torch.compile on NVIDIA H200.
 # Check it: upskills check transpose_2d scripts/transpose_2d_kernel.py
 import torch
 import torch.nn as nn
-from torch.utils.cpp_extension import load_inline
+import triton
+import triton.language as tl
 
-# Transpose fp32 [M, N] -> contiguous [N, M]. A direct copy makes either the reads or the
-# writes strided (one 32-byte sector per element). Instead each 32x8 thread block moves a
-# 32x32 tile: coalesced row reads into shared memory, then coalesced row writes of the
-# transposed tile. The tile is padded to 32x33 so that reading a column of it hits 32
-# different banks (without the pad every element of a column is in the same bank: 32-way
-# conflicts). Edge tiles are masked for ragged M, N.
-_CUDA = r"""
-#include <torch/extension.h>
-#include <ATen/cuda/CUDAContext.h>
-#include <cstdint>
 
-constexpr int TILE = 32;
-constexpr int ROWS = 8;
-
-__global__ void transpose_tiled(const float* __restrict__ x, float* __restrict__ y, int64_t m, int64_t n) {
-    __shared__ float tile[TILE][TILE + 1];
-    int64_t c = (int64_t)blockIdx.x * TILE + threadIdx.x;   // input column
-    int64_t r0 = (int64_t)blockIdx.y * TILE;                // first input row of the tile
-    #pragma unroll
-    for (int j = threadIdx.y; j < TILE; j += ROWS) {
-        int64_t r = r0 + j;
-        if (r < m && c < n) tile[j][threadIdx.x] = x[r * n + c];
-    }
-    __syncthreads();
-    int64_t oc = r0 + threadIdx.x;                          // output column = input row
-    int64_t or0 = (int64_t)blockIdx.x * TILE;               // first output row = input column
-    #pragma unroll
-    for (int j = threadIdx.y; j < TILE; j += ROWS) {
-        int64_t orow = or0 + j;
-        if (orow < n && oc < m) y[orow * m + oc] = tile[threadIdx.x][j];
-    }
-}
-
-torch::Tensor transpose_fwd(torch::Tensor x) {
-    TORCH_CHECK(x.is_cuda() && x.dim() == 2 && x.scalar_type() == torch::kFloat, "2-D fp32 CUDA");
-    auto xc = x.contiguous();
-    const int64_t m = xc.size(0), n = xc.size(1);
-    auto y = torch::empty({n, m}, xc.options());
-    if (m == 0 || n == 0) return y;
-    dim3 block(TILE, ROWS);
-    dim3 grid((unsigned)((n + TILE - 1) / TILE), (unsigned)((m + TILE - 1) / TILE));
-    transpose_tiled<<<grid, block, 0, at::cuda::getCurrentCUDAStream()>>>(xc.data_ptr<float>(), y.data_ptr<float>(), m, n);
-    return y;
-}
-"""
-
-_ext = load_inline(
-    name="corpus_transpose_tiled33",
-    cpp_sources="torch::Tensor transpose_fwd(torch::Tensor x);",
-    cuda_sources=_CUDA,
-    functions=["transpose_fwd"],
-    extra_cuda_cflags=["-O3"],
-)
+# Session 2's float4 64x64 kernel (round 4) measured 0.1721 ms, no better than the 32x33 kernel's
+# 0.171 ms (73.7% of copy): bytes per instruction were not the limit. torch.compile's kernel
+# takes 0.140 ms on the same shape (round 4's baseline). What differs is the order in which the
+# tiles reach DRAM: with one 64x64 tile per block and blockIdx.x walking along an input row,
+# neighbouring blocks write 64 different output rows 32 KiB apart each. This attempt is a Triton
+# tile transpose (a [BM, BN] tile loaded along rows, stored through tl.trans as a [BN, BM] tile
+# along output rows; Triton stages the layout change in shared memory) with the programs grouped
+# GROUP tiles tall: consecutive programs walk down a column of tiles, so their writes fill
+# consecutive stretches of the same output rows. Masked for ragged M, N.
+@triton.jit
+def transpose_kernel(x_ptr, y_ptr, M, N, BM: tl.constexpr, BN: tl.constexpr, GROUP: tl.constexpr):
+    pid = tl.program_id(0)
+    grid_m = tl.cdiv(M, BM)
+    grid_n = tl.cdiv(N, BN)
+    width = GROUP * grid_n
+    first_m = (pid // width) * GROUP
+    size_m = tl.minimum(grid_m - first_m, GROUP)
+    pid_m = first_m + (pid % width) % size_m
+    pid_n = (pid % width) // size_m
+    rm = pid_m * BM + tl.arange(0, BM)
+    rn = pid_n * BN + tl.arange(0, BN)
+    mask = (rm[:, None] < M) & (rn[None, :] < N)
+    tile = tl.load(x_ptr + rm[:, None].to(tl.int64) * N + rn[None, :], mask=mask)
+    out = y_ptr + rn[:, None].to(tl.int64) * M + rm[None, :]
+    tl.store(out, tl.trans(tile), mask=(rn[:, None] < N) & (rm[None, :] < M))
 
 
 class ModelNew(nn.Module):
@@ -65,4 +39,12 @@ class ModelNew(nn.Module):
         super().__init__()
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return _ext.transpose_fwd(x)
+        x = x.contiguous()
+        m, n = x.shape
+        y = torch.empty((n, m), device=x.device, dtype=x.dtype)
+        if m == 0 or n == 0:
+            return y
+        bm, bn = 64, 64
+        grid = (triton.cdiv(m, bm) * triton.cdiv(n, bn),)
+        transpose_kernel[grid](x, y, m, n, BM=bm, BN=bn, GROUP=8, num_warps=4)
+        return y
