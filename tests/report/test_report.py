@@ -148,3 +148,16 @@ def test_report_out_folder_keeps_the_run_folder_clean(tmp_path):
     assert {p.name for p in out.iterdir()} >= {"report.md", "summary.json"}
     assert json.loads((out / "summary.json").read_text())["arms"]
     assert not (run / "report.md").exists()
+
+
+def test_a_run_with_nothing_evaluated_reports_no_rate(tmp_path):
+    """Generated but not evaluated (a GPU call cut short): "n/a", never 0% of nothing."""
+    run = write_run(tmp_path / "run", device="cpu")
+    (run / "evaluations.cpu.jsonl").write_text("")
+    report = write_report(run)
+    assert all(a.cases == 0 and a.pass_at_k["1"] is None for a in report.arms)
+    assert any("27 generated samples not evaluated" in n for n in report.notes)
+    assert not any("floor" in n for n in report.notes)
+    table = (run / "report.md").read_text()
+    row = next(line for line in table.splitlines() if line.startswith("| s | all | baseline"))
+    assert "| n/a" in row and "0.0%" not in row

@@ -46,6 +46,14 @@ def _params(student: Student, config: LiftConfig, seed: int) -> Any:
     )
 
 
+class _Unit:
+    """One (case, sample index) still to generate, with its arms."""
+
+    def __init__(self, case: CaseInfo, index: int, seed: int, todo: list[Arm]) -> None:
+        self.case, self.index, self.seed, self.todo = case, index, seed, todo
+        self.plain = [a for a in todo if not a.uses_tool]
+
+
 class _Sample:
     """Accumulates one sample's calls."""
 
@@ -151,40 +159,56 @@ class Generator:
             out.error = str(exc)
         return out
 
-    def _batch(self, arms: Sequence[Arm], case: CaseInfo, seed: int) -> list[_Sample]:
-        """Sample ``seed`` of ``case`` for several tool-free arms: one batched call if possible."""
+    def _batch(self, units: Sequence[_Unit]) -> list[list[_Sample]]:
+        """The tool-free arms of several (case, sample) units: one batched call if possible.
+
+        Units are grouped up to the provider's batch size (a GPU generates a full batch in about
+        the time of one sequence); the whole call is seeded with its first unit's seed, which
+        each record of the call stores as its seed.
+        """
         from upskills.llm.base import Message, ProviderError
 
         batch = getattr(self.provider, "generate_batch", None)
-        systems = [system_prompt(a.block) for a in arms]
-        if self.config.mode == "agent" or batch is None or len(arms) < 2:
-            return [self._one(a, case, seed, s) for a, s in zip(arms, systems, strict=True)]
+        total = sum(len(u.plain) for u in units)
+        if self.config.mode == "agent" or batch is None or total < 2:
+            return [
+                [self._one(a, u.case, u.seed, system_prompt(a.block)) for a in u.plain]
+                for u in units
+            ]
         conversations = [
-            [Message(role="system", content=s), Message(role="user", content=case.prompt)]
-            for s in systems
+            [
+                Message(role="system", content=system_prompt(a.block)),
+                Message(role="user", content=u.case.prompt),
+            ]
+            for u in units
+            for a in u.plain
         ]
-        outs = [_Sample() for _ in arms]
+        outs = [[_Sample() for _ in u.plain] for u in units]
+        flat = [o for group in outs for o in group]
         try:
-            responses = batch(conversations, [], _params(self.student, self.config, seed), n=1)
+            params = _params(self.student, self.config, units[0].seed)
+            responses = batch(conversations, [], params, n=1)
         except ProviderError as exc:
-            for o in outs:
+            for o in flat:
                 o.error = str(exc)
             return outs
-        for o, r in zip(outs, responses, strict=True):
-            o.add(r[0], share=len(arms))
+        for o, r in zip(flat, responses, strict=True):
+            o.add(r[0], share=total)
         return outs
 
     def run(self, path: Path, progress: Any = None) -> int:
         """Generate every missing sample of this student; returns how many were written.
 
-        Order: case, then sample index, then arm. Tool-free arms of one (case, sample) share
-        one batched call seeded with that sample's seed; on-demand arms run their tool loop
-        alone with the same seed.
+        Order: case, then sample index, then arm. Tool-free arms of consecutive (case, sample)
+        units share one batched call, up to the provider's batch size (seeded with the first
+        unit's seed); on-demand arms run their tool loop alone with their unit's seed.
         """
         # a sample that ended in an infrastructure error is not done: it is retried
         done = {r.key for r in read_records(path, GenerationRecord) if r.error is None}
         written = 0
         name = self.student.name
+        room = max(1, int(getattr(self.provider, "batch_size", 1) or 1))
+        pending: list[_Unit] = []
         with RecordWriter(path, done) as writer:
             for case in self.manifest.cases:
                 if case.rung == "choose":
@@ -208,18 +232,29 @@ class Generator:
                     ]
                     if not todo:
                         continue
-                    seed = sample_seed(self.config.seed, case.id, i)
-                    plain = [a for a in todo if not a.uses_tool]
-                    batch = self._batch(plain, case, seed)
-                    results = dict(zip([a.name for a in plain], batch, strict=True))
-                    for a in todo:
-                        if a.uses_tool:
-                            results[a.name] = self._one(a, case, seed, system_prompt(a.block))
-                    for a in todo:
-                        writer.write(self._record(a, case, i, seed, results[a.name]))
-                        written += 1
-                        if progress is not None:
-                            progress.update(1)
+                    unit = _Unit(case, i, sample_seed(self.config.seed, case.id, i), todo)
+                    if pending and sum(len(u.plain) for u in pending) + len(unit.plain) > room:
+                        written += self._flush(pending, writer, progress)
+                    pending.append(unit)
+            written += self._flush(pending, writer, progress)
+        return written
+
+    def _flush(self, pending: list[_Unit], writer: RecordWriter, progress: Any) -> int:
+        """Generate the pending units (one batched call for their tool-free arms); write them."""
+        written = 0
+        seed = pending[0].seed if len(pending) > 1 else None
+        for unit, samples in zip(pending, self._batch(pending), strict=True):
+            results = dict(zip([a.name for a in unit.plain], samples, strict=True))
+            for a in unit.todo:
+                if a.uses_tool:
+                    results[a.name] = self._one(a, unit.case, unit.seed, system_prompt(a.block))
+            for a in unit.todo:
+                used = seed if seed is not None and not a.uses_tool else unit.seed
+                writer.write(self._record(a, unit.case, unit.index, used, results[a.name]))
+                written += 1
+                if progress is not None:
+                    progress.update(1)
+        pending.clear()
         return written
 
     def _choose(self, arms: Sequence[Arm], case: CaseInfo) -> list[GenerationRecord]:

@@ -55,8 +55,8 @@ class ArmStats(BaseModel):
     """Samples with an evaluation on the chosen device."""
     cases: int
     """Cases with every sample evaluated."""
-    pass_at_k: dict[str, float]
-    """Unbiased pass@k (k as string) averaged over cases."""
+    pass_at_k: dict[str, float | None]
+    """Unbiased pass@k (k as string) averaged over cases; None with no case evaluated."""
     fast_1: float | None
     """Fraction of samples correct and faster than eager (None without timings)."""
     speedup_geomean: float | None

@@ -135,8 +135,8 @@ def _arm_stats(data: RunData, student: str, arm: str, timed: bool, rung: str = "
     scores = [data.scores[(student, arm, c.id)] for c in cases]
     n = min((c.samples(m.config.samples) for c in cases), default=m.config.samples)
     ks = sorted({1, min(3, n), n})
-    pak = {
-        str(k): (sum(pass_at_k(s.n, s.correct, k) for s in scores) / len(scores) if scores else 0.0)
+    pak: dict[str, float | None] = {  # no evaluated case: no rate (never a 0% from nothing)
+        str(k): sum(pass_at_k(s.n, s.correct, k) for s in scores) / len(scores) if scores else None
         for k in ks
     }
     speedups = [e.speedup_eager for e in evs if e.passed and e.speedup_eager is not None]
@@ -379,7 +379,7 @@ def _floor_notes(arms: list[ArmStats]) -> list[str]:
     notes = []
     for rung in sorted({a.rung for a in arms}):
         rows = [a for a in arms if a.rung == rung and a.cases]
-        rates = [a.pass_at_k.get("1", 0.0) for a in rows]
+        rates = [a.pass_at_k.get("1") for a in rows]
         if rows and all(r == 0.0 for r in rates):
             notes.append(f"rung {rung}: every arm at 0% (floor): no lift can show here")
         elif rows and all(r == 1.0 for r in rates):
