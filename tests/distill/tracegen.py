@@ -116,14 +116,18 @@ def write_trace(
     trace_id: str | None = None,
     outcome: str | None = None,
     notes: dict[int, list[str]] | None = None,
+    started: str = "2026-01-01T00:00:00.000000+00:00",
+    session_agent: str | None = None,
 ) -> str:
     """Write a trace whose agent checks each (source, verdict) in turn; returns the trace id.
 
     ``notes[i]`` are note events the agent writes just before attempt ``i`` (after the
-    previous attempt's verdict), as an external agent explains its next change.
+    previous attempt's verdict), as an external agent explains its next change. ``started``
+    stamps every event (it orders sessions of one task); ``session_agent`` makes the trace an
+    external agent's ``upskills session`` (else a driven teacher's run).
     """
     task_hash = task_hash or (attempts[0][1].task_hash if attempts else "0" * 16)
-    ts = "2026-01-01T00:00:00.000000+00:00"
+    ts = started
     with TraceWriter(path, trace_id=trace_id) as w:
         tid = w.trace_id
         w.write(
@@ -132,9 +136,11 @@ def write_trace(
                 ts=ts,
                 task=task,
                 task_hash=task_hash,
-                agent_role="teacher",
+                agent_role="external" if session_agent else "teacher",
+                agent_name=session_agent or "teacher",
                 provider="mock",
                 model="scripted-teacher",
+                parameters={"interface": "session"} if session_agent else {},
             )
         )
         for i, (source, v) in enumerate(attempts):

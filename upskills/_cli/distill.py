@@ -115,6 +115,11 @@ def cli(
     if result.ablations:
         counts = ", ".join(f"{n} {k}" for k, n in result.ablations.items())
         click.echo(f"multi-change perf episodes: {counts}")
+    if result.cross_session:
+        click.echo(
+            f"{result.cross_session} sessions continued an earlier session's kernel "
+            "(their first attempt compared with its final kernel, timed in another run)"
+        )
     for pack in result.packs:
         click.echo(f"  {pack.name}@{pack.version} ({pack.change}) {pack.path}")
     if result.cases:

@@ -72,6 +72,15 @@ class TraceSummary:
     lines: int = 0
     disputed: set[str] = field(default_factory=set)
     """Kernel hashes that got both failing and passing verdicts (the judge erred on one)."""
+    started: str = ""
+    """UTC time of the trace's run_start (orders sessions of one task)."""
+    session_agent: str = ""
+    """The agent's name when the trace is an external agent's ``upskills session`` (else "")."""
+    prior: Attempt | None = None
+    """The final kernel of the previous session on the same task, when this session began
+    from it (``link_sessions``): its first attempt is then a change to that kernel."""
+    prior_trace: str = ""
+    """Trace id of ``prior``."""
 
     @property
     def episodes(self) -> list[Episode]:
@@ -171,6 +180,10 @@ def summarize_trace(path: str | Path) -> TraceSummary:
             if isinstance(event, RunStart):
                 summary.task, summary.task_hash = event.task, event.task_hash
                 summary.model = event.model
+                summary.started = event.ts
+                session = event.parameters.get("interface") == "session"
+                if event.agent_role == "external" and session:
+                    summary.session_agent = event.agent_name or "external"
             elif isinstance(event, RunEnd):
                 summary.outcome = event.outcome
                 summary.best_speedup = event.best_speedup
@@ -186,3 +199,34 @@ def summarize_trace(path: str | Path) -> TraceSummary:
     summary.disputed = disputed_kernels(walked)
     summary.attempts = [_attempt(a) for a in walked]
     return summary
+
+
+def link_sessions(traces: list[TraceSummary]) -> int:
+    """Chain one agent's sessions on one task: a later session's first attempt follows on.
+
+    An external agent working through ``upskills session`` that ends a session and starts
+    another on the same task writes its next kernel after reading the previous session's
+    verdicts, so the previous session's final (passing, timed) kernel and the new session's
+    first attempt are an episode like any other, except that the two were timed in different
+    verifier runs (the lesson says so). Only sessions of the same agent are chained (driven
+    teacher runs and students are independent samples, never chained); they are ordered by
+    run_start time; a first attempt identical to that kernel (the same kernel re-checked)
+    links nothing. Returns how many sessions were linked.
+    """
+    by_task: dict[tuple[str, str], list[TraceSummary]] = {}
+    for t in traces:
+        if t.task_hash and t.attempts and t.session_agent:
+            by_task.setdefault((t.task_hash, t.session_agent), []).append(t)
+    linked = 0
+    for group in by_task.values():
+        group.sort(key=lambda t: (t.started, t.trace_id))
+        last: tuple[Attempt, str] | None = None
+        for t in group:
+            first = t.attempts[0]
+            if last is not None and last[0].kernel_hash != first.kernel_hash:
+                t.prior, t.prior_trace = last
+                linked += 1
+            final = t.final_kernel()
+            if final is not None and final.speedup is not None:
+                last = (final, t.trace_id)
+    return linked

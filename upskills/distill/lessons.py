@@ -364,6 +364,8 @@ def mine_trace(trace: TraceSummary, ablations: AblationLookup | None = None) -> 
         if trace.attempts[:1] and trace.attempts[0].passed
         else set()
     )
+    if trace.prior is not None:
+        lessons += _cross_session(trace, trace.prior, trace.attempts[0], ablations)
     for ep in trace.episodes:
         b, a = ep.before, ep.after
         src = _source(trace, b.first_line, a.last_line)
@@ -401,6 +403,35 @@ def mine_trace(trace: TraceSummary, ablations: AblationLookup | None = None) -> 
                 )
             )
     return lessons
+
+
+def _cross_session(
+    trace: TraceSummary, b: Attempt, a: Attempt, ablations: AblationLookup | None
+) -> list[Lesson]:
+    """Perf lessons of a session's first attempt against the previous session's final kernel.
+
+    Only speed changes between two passing, timed kernels count (a failure of the new kernel is
+    not a repair of anything). The source is the new session's first attempt; the effect notes
+    that before and after come from different verifier runs and names the earlier trace.
+    """
+    from upskills.distill.perf import perf_lessons
+
+    if not (b.passed and a.passed and b.speedup and a.speedup):
+        return []
+    ratio = a.speedup / b.speedup
+    if 1 / PERF_THRESHOLD < ratio < PERF_THRESHOLD:
+        return []
+    ablation = ablations(trace, b, a) if ablations else None
+    src = _source(trace, a.first_line, a.last_line)
+    out = perf_lessons(trace, b, a, src, _regime(trace), ablation)
+    where = (
+        f"before: the final kernel of the previous session (trace {trace.prior_trace}), "
+        "timed in an earlier verifier run"
+    )
+    for lesson in out:
+        note = "; ".join(x for x in (lesson.effect.note, where) if x)
+        lesson.effect = lesson.effect.model_copy(update={"note": note})
+    return out
 
 
 def _median(values: list[float]) -> float | None:

@@ -25,7 +25,7 @@ from pydantic import BaseModel, ConfigDict
 import upskills
 from upskills.distill.ablate import Judge
 from upskills.distill.attribution import Attribution
-from upskills.distill.episodes import TraceSummary, summarize_trace
+from upskills.distill.episodes import TraceSummary, link_sessions, summarize_trace
 from upskills.distill.lessons import Lesson, merge_lessons, mine_trace
 from upskills.distill.render import PackPlan, Template, render_pack
 from upskills.distill.store import archive_version, next_version, staging_dir, swap_in, write_tree
@@ -108,6 +108,8 @@ class DistillResult:
     seconds: float = 0.0
     ablations: dict[str, int] = field(default_factory=dict)
     """Multi-change perf episodes by attribution status (``ablated``, ``confounded``)."""
+    cross_session: int = 0
+    """Sessions whose first attempt was read as a change to the previous session's kernel."""
 
 
 @dataclass
@@ -154,28 +156,33 @@ def _collect(
     paths: Iterable[Path], config: DistillConfig, result: DistillResult, judge: Judge | None
 ) -> _Evidence:
     ev = _Evidence()
+    summaries = [_summarize(path, result) for path in paths]
+    selected = [t for t in summaries if t.trace_id and _selected(t, config)]
+    result.cross_session = link_sessions(selected)
     with Attribution(config, judge) as attribution:
-        for path in paths:
-            _collect_one(path, config, result, ev, attribution)
+        for trace in selected:
+            _collect_one(trace, result, ev, attribution)
     ev.ablations.update(attribution.counts)
     return ev
 
 
-def _collect_one(
-    path: Path,
-    config: DistillConfig,
-    result: DistillResult,
-    ev: _Evidence,
-    attribution: Attribution,
-) -> None:
+def _summarize(path: Path, result: DistillResult) -> TraceSummary:
     try:
         trace = summarize_trace(path)
     except OSError as exc:
         raise DistillError(f"cannot read trace {path}: {exc}") from exc
     result.traces_read += 1
     result.errors += [str(e) for e in trace.errors]
-    if not trace.trace_id or not _selected(trace, config):
-        return
+    return trace
+
+
+def _collect_one(
+    trace: TraceSummary,
+    result: DistillResult,
+    ev: _Evidence,
+    attribution: Attribution,
+) -> None:
+    path = trace.path
     if trace.trace_id in ev.traces:
         result.warnings.append(f"{path}: trace {trace.trace_id} seen twice; kept the first")
         return
