@@ -37,6 +37,7 @@ from upskills.verify.protocol import (
     Param,
     Ping,
     Setup,
+    TensorHandle,
     TimeDone,
     TimeRun,
     Trial,
@@ -418,16 +419,22 @@ class CandidateHost:
                 out = self.model(*inputs)
             end.record()
             torch.cuda.synchronize()
-        _, items = _flatten(out)
-        for item, handle in zip(items, req.outputs, strict=False):
-            buf = open_handle(handle)
-            if isinstance(item, torch.Tensor) and list(item.shape) == list(buf.shape):
-                buf.copy_(item)
-        self._sync()
+        self._land(out, req.outputs)
         return BulkDone(
             event_ms=float(start.elapsed_time(end)),
             launches=self.watch.counter.state.launches - before,
         )
+
+    def _land(self, out: Any, handles: list[TensorHandle]) -> None:
+        """Copy the output's tensors into the judge's buffers (same shapes only), then sync."""
+        import torch
+
+        _, items = _flatten(out)
+        for item, handle in zip(items, handles, strict=False):
+            buf = open_handle(handle)
+            if isinstance(item, torch.Tensor) and list(item.shape) == list(buf.shape):
+                buf.copy_(item)
+        self._sync()
 
     def _graph_bulk(self, req: Bulk) -> BulkDone:
         """Capture forward in a CUDA graph, or replay it: the judge's clock without host cost."""
@@ -464,12 +471,7 @@ class CandidateHost:
                 f"forward could not run as a CUDA graph: {type(exc).__name__}: "
                 f"{str(exc).strip()[:300]}",
             ) from exc
-        _, items = _flatten(out)
-        for item, handle in zip(items, req.outputs, strict=False):
-            buf = open_handle(handle)
-            if isinstance(item, torch.Tensor) and list(item.shape) == list(buf.shape):
-                buf.copy_(item)
-        self._sync()
+        self._land(out, req.outputs)
         return BulkDone(launches=req.calls)
 
 
