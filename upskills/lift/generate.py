@@ -207,7 +207,8 @@ class Generator:
         done = {r.key for r in read_records(path, GenerationRecord) if r.error is None}
         written = 0
         name = self.student.name
-        room = max(1, int(getattr(self.provider, "batch_size", 1) or 1))
+        batched = self.config.mode != "agent" and hasattr(self.provider, "generate_batch")
+        room = max(1, int(getattr(self.provider, "batch_size", 1) or 1)) if batched else 1
         pending: list[_Unit] = []
         with RecordWriter(path, done) as writer:
             for case in self.manifest.cases:
