@@ -115,3 +115,15 @@ def test_store_keyed_by_shape_is_allowed():
         "        _CFG[x.shape] = 128\n        return x\n"
     )
     assert issues_of(source) == []
+
+
+def test_an_import_inside_a_kernel_is_refused():
+    """The interpreter runs it as Python; the compiler rejects it (a fill rung passed this way)."""
+    body = GOOD_ADD.replace(
+        "    x = tl.load(x_ptr + offs, mask=mask)\n",
+        "    import torch\n    x = tl.load(x_ptr + offs, mask=mask)\n",
+    )
+    assert body != GOOD_ADD
+    found = issues_of(body)
+    assert any("import inside a @triton.jit kernel" in i for i in found), found
+    assert not issues_of(GOOD_ADD)

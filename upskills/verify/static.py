@@ -222,7 +222,17 @@ class _GuardVisitor(ast.NodeVisitor):
                 self._flag(node, f"{why}: imports {module}")
                 return
 
+    def _import_in_kernel(self, node: ast.AST) -> None:
+        if self.in_kernel:
+            self._flag(
+                node,
+                "(b) an import inside a @triton.jit kernel runs only under the interpreter "
+                "(the Triton compiler rejects it)",
+                "python_in_kernel",
+            )
+
     def visit_Import(self, node: ast.Import) -> None:
+        self._import_in_kernel(node)
         for alias in node.names:
             self._check_module(node, alias.name)
             if alias.asname:
@@ -232,6 +242,7 @@ class _GuardVisitor(ast.NodeVisitor):
                 self.aliases.setdefault(head, head)
 
     def visit_ImportFrom(self, node: ast.ImportFrom) -> None:
+        self._import_in_kernel(node)
         module = node.module or ""
         if node.level:
             self._flag(node, "(e) relative imports can reach the reference module")
