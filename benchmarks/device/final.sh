@@ -13,7 +13,7 @@ budget=$1; run=${2:-}
 tpid=$!
 ( export CUDA_VISIBLE_DEVICES=0 UPSKILLS_CACHE_DIR=/tmp/cache0
   python3 benchmarks/device/ceilings.py --out "$OUT/ceilings.json" > "$OUT/final.log" 2>&1
-  timeout $((budget / 2)) python3 benchmarks/corpus_live/recheck.py traces/corpus-live --out "$OUT/recheck.jsonl" >> "$OUT/final.log" 2>&1
+  timeout $((budget / 2)) python3 benchmarks/corpus_live/recheck.py traces/corpus-live --finals --out "$OUT/recheck.jsonl" >> "$OUT/final.log" 2>&1
   if [ -n "$run" ]; then
     timeout $((budget / 2 - 40)) python3 -m upskills lift eval "$run" --device cuda >> "$OUT/final.log" 2>&1
     cp "$run"/evaluations.cuda.jsonl "$OUT/" 2>/dev/null
