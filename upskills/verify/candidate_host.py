@@ -21,6 +21,7 @@ import types
 from pathlib import Path
 from typing import Any, cast
 
+from upskills.verify.candidate_timing import TimingRequests, flatten_any
 from upskills.verify.guards import LaunchCounter, LibrarySnapshot, OpLog, live_threads
 from upskills.verify.protocol import (
     REQUEST,
@@ -37,14 +38,12 @@ from upskills.verify.protocol import (
     Param,
     Ping,
     Setup,
-    TensorHandle,
     TimeDone,
     TimeRun,
     Trial,
     TrialDone,
 )
 from upskills.verify.transport import (
-    clone_tree,
     dtype_name,
     import_args,
     open_handle,
@@ -194,18 +193,6 @@ def model_class(module: types.ModuleType, display: str) -> tuple[Any, int]:
     return new_cls, line
 
 
-def _flatten(value: Any) -> tuple[str, list[Any]]:
-    import torch
-
-    if isinstance(value, torch.Tensor):
-        return "tensor", [value]
-    if isinstance(value, list | tuple):
-        seq = cast("list[Any] | tuple[Any, ...]", value)
-        kind = "tuple" if isinstance(seq, tuple) else "list"
-        return f"{kind}[{len(seq)}]", list(seq)
-    return type(value).__name__, [value]
-
-
 def _ranges(values: list[Any]) -> list[tuple[int, int]]:
     import torch
 
@@ -238,7 +225,7 @@ def _meta(value: Any, inputs: list[tuple[int, int]]) -> OutputMeta:
     return meta
 
 
-class CandidateHost:
+class CandidateHost(TimingRequests):
     """Serves the judge's requests for one candidate."""
 
     def __init__(self, path: str, display: str, device: str, watch: _Watch) -> None:
@@ -338,7 +325,7 @@ class CandidateHost:
             library_changes=self.watch.library_changes(),
             default_dtype=dtype_name(__import__("torch").get_default_dtype()),
         )
-        structure, items = _flatten(out)
+        structure, items = flatten_any(out)
         done.structure = structure
         input_ranges = _ranges(inputs)
         done.outputs = [_meta(item, input_ranges) for item in items]
@@ -350,129 +337,6 @@ class CandidateHost:
                         buf.copy_(item)
         self._sync()
         return done
-
-    def time_run(self, req: TimeRun) -> TimeDone:
-        """Time forward with events, loading the judge's input sets in the judge's order."""
-        import torch
-
-        from upskills.verify.timing import time_cuda
-
-        sets = [import_args(s) for s in req.input_sets]
-        work = [clone_tree(v) for v in sets[0]]
-        order = req.order
-
-        def load(call: int) -> int:
-            pick = order[call % len(order)]
-            _copy_into(work, sets[pick])
-            return pick
-
-        times: list[float] = []
-        before = self.watch.counter.state.launches
-        keep = max(1, len(req.keep))
-        try:
-            with torch.no_grad():
-                _, last = time_cuda(
-                    lambda: self.model(*work),
-                    before_each=load,
-                    keep_last=keep,
-                    max_reps=req.max_reps,
-                    target_s=req.target_ms / 1000.0,
-                    times_out=times,
-                )
-        except Exception as exc:  # noqa: BLE001 - a failure while timing
-            raise StageFailure(
-                classify_exception(exc),
-                VerdictStage.TIMING,
-                f"timing failed: {describe_exception(exc, self.path, self.display)}",
-            ) from exc
-        picks: list[int] = []
-        for (pick, out), buffers in zip(last[-len(req.keep) :], req.keep, strict=False):
-            picks.append(int(pick))
-            _, items = _flatten(out)
-            for item, handle in zip(items, buffers, strict=False):
-                buf = open_handle(handle)
-                if isinstance(item, torch.Tensor) and list(item.shape) == list(buf.shape):
-                    buf.copy_(item)
-        self._sync()
-        return TimeDone(
-            times_ms=times,
-            picks=picks,
-            launches=self.watch.counter.state.launches - before,
-            library_changes=self.watch.library_changes(),
-        )
-
-    def bulk(self, req: Bulk) -> BulkDone:
-        """``calls`` back-to-back forwards, one synchronisation, the candidate's own event time."""
-        import torch
-
-        if req.graph:
-            return self._graph_bulk(req)
-        inputs = import_args(req.inputs)
-        before = self.watch.counter.state.launches
-        start = torch.cuda.Event(enable_timing=True)
-        end = torch.cuda.Event(enable_timing=True)
-        out: Any = None
-        with torch.no_grad():
-            torch.cuda.synchronize()
-            start.record()
-            for _ in range(req.calls):
-                out = self.model(*inputs)
-            end.record()
-            torch.cuda.synchronize()
-        self._land(out, req.outputs)
-        return BulkDone(
-            event_ms=float(start.elapsed_time(end)),
-            launches=self.watch.counter.state.launches - before,
-        )
-
-    def _land(self, out: Any, handles: list[TensorHandle]) -> None:
-        """Copy the output's tensors into the judge's buffers (same shapes only), then sync."""
-        import torch
-
-        _, items = _flatten(out)
-        for item, handle in zip(items, handles, strict=False):
-            buf = open_handle(handle)
-            if isinstance(item, torch.Tensor) and list(item.shape) == list(buf.shape):
-                buf.copy_(item)
-        self._sync()
-
-    def _graph_bulk(self, req: Bulk) -> BulkDone:
-        """Capture forward in a CUDA graph, or replay it: the judge's clock without host cost."""
-        import torch
-
-        before = self.watch.counter.state.launches
-        try:
-            if req.graph == "capture":
-                inputs = import_args(req.inputs)
-                side = torch.cuda.Stream()
-                side.wait_stream(torch.cuda.current_stream())
-                with torch.no_grad(), torch.cuda.stream(side):
-                    for _ in range(2):  # warm-up off the capture (autotuning, allocations)
-                        self.model(*inputs)
-                torch.cuda.current_stream().wait_stream(side)
-                torch.cuda.synchronize()
-                graph = torch.cuda.CUDAGraph()
-                with torch.no_grad(), torch.cuda.graph(graph):
-                    out = self.model(*inputs)
-                self.graph = (graph, out, inputs)
-                torch.cuda.synchronize()
-                return BulkDone(launches=self.watch.counter.state.launches - before)
-            if self.graph is None:
-                raise RuntimeError("no graph was captured")
-            graph, out, _ = self.graph
-            torch.cuda.synchronize()
-            for _ in range(req.calls):
-                graph.replay()
-            torch.cuda.synchronize()
-        except Exception as exc:  # noqa: BLE001 - not capturable: the judge says so
-            raise StageFailure(
-                ErrorClass.TIMING,
-                VerdictStage.TIMING,
-                f"forward could not run as a CUDA graph: {type(exc).__name__}: "
-                f"{str(exc).strip()[:300]}",
-            ) from exc
-        self._land(out, req.outputs)
-        return BulkDone(launches=req.calls)
 
 
 def _summarize_ops(log: OpLog) -> list[OpSeen]:
@@ -486,16 +350,6 @@ def _summarize_ops(log: OpLog) -> list[OpSeen]:
             entry.numel = max(entry.numel, op.numel)
             entry.total_numel += op.numel
     return list(seen.values())
-
-
-def _copy_into(dst: list[Any], src: list[Any]) -> None:
-    import torch
-
-    for d, s in zip(dst, src, strict=True):
-        if isinstance(d, torch.Tensor):
-            d.copy_(s)
-        elif isinstance(d, list | tuple):
-            _copy_into(list(cast("list[Any] | tuple[Any, ...]", d)), list(s))
 
 
 def _connect(address: str) -> socket.socket:

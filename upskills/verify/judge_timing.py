@@ -16,7 +16,7 @@ from upskills.tasks.runtime import build_inputs
 from upskills.verify.compare import compare_outputs
 from upskills.verify.protocol import Bulk, BulkDone, Ping, TensorHandle, TimeDone, TimeRun
 from upskills.verify.timing import summarize
-from upskills.verify.transport import buffer_like, export_args
+from upskills.verify.transport import buffer_like, copy_into, export_args
 from upskills.verify.verdict import ErrorClass, Timing, VerdictStage
 from upskills.verify.worker import StageFailure
 
@@ -267,7 +267,7 @@ def graph_check(
         return None, f" (no CUDA-graph check: {why})"
     fresh = build_inputs(prepared.module, judge.device, trial_seed(judge.job.seed, "graph", 0))
     ref = flatten_outputs(judge.reference(prepared, fresh)[0])[1]
-    _refill(shared, fresh)
+    copy_into(shared, fresh)
     torch.cuda.synchronize()
     s = time.monotonic()
     reply = judge.ask(Bulk(calls=calls, inputs=wire, outputs=outputs, graph="replay"))
@@ -286,14 +286,3 @@ def graph_check(
             guard="timed_result",
         )
     return wall_ms / calls, ""
-
-
-def _refill(shared: list[Any], fresh: list[Any]) -> None:
-    """Copy ``fresh``'s tensor values into the judge's shared copies (same shapes)."""
-    import torch
-
-    for dst, src in zip(shared, fresh, strict=True):
-        if isinstance(dst, torch.Tensor):
-            dst.copy_(src)
-        elif isinstance(dst, list | tuple):
-            _refill(list(cast("list[Any]", dst)), list(cast("list[Any]", src)))

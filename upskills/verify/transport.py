@@ -233,6 +233,17 @@ def clone_tree(value: Any) -> Any:
     return value
 
 
+def copy_into(dst: list[Any], src: list[Any]) -> None:
+    """Copy the tensor values of ``src`` into ``dst``'s tensors (same nesting and shapes)."""
+    import torch
+
+    for d, s in zip(dst, src, strict=True):
+        if isinstance(d, torch.Tensor):
+            d.copy_(s)
+        elif isinstance(d, list | tuple):
+            copy_into(list(cast("list[Any] | tuple[Any, ...]", d)), list(s))
+
+
 def export_args(values: list[Any], arena: SharedArena) -> tuple[list[Any], list[Arg]]:
     """Shared copies of (nested) arguments and their wire form."""
     import torch

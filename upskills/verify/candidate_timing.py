@@ -1,0 +1,165 @@
+"""The candidate's side of timing: events over judged calls, back-to-back calls, CUDA graphs.
+
+Part of the candidate's process (:mod:`upskills.verify.candidate_host`): these requests run
+``ModelNew.forward`` many times for the judge's clock and copy the last outputs into the
+judge's buffers. Like the rest of that process they decide nothing: the judge times the
+requests with its own clock and compares what lands in its memory.
+"""
+
+from __future__ import annotations
+
+from typing import Any, cast
+
+from upskills.verify.protocol import Bulk, BulkDone, TensorHandle, TimeDone, TimeRun
+from upskills.verify.transport import clone_tree, copy_into, import_args, open_handle
+from upskills.verify.verdict import ErrorClass, VerdictStage
+from upskills.verify.worker import StageFailure, classify_exception, describe_exception
+
+
+def flatten_any(value: Any) -> tuple[str, list[Any]]:
+    """``(structure, items)`` of what forward returned (a candidate may return anything)."""
+    import torch
+
+    if isinstance(value, torch.Tensor):
+        return "tensor", [value]
+    if isinstance(value, list | tuple):
+        seq = cast("list[Any] | tuple[Any, ...]", value)
+        kind = "tuple" if isinstance(seq, tuple) else "list"
+        return f"{kind}[{len(seq)}]", list(seq)
+    return type(value).__name__, [value]
+
+
+class TimingRequests:
+    """``time`` and ``bulk`` requests (a mixin of ``CandidateHost``)."""
+
+    path: str
+    display: str
+    watch: Any
+    model: Any
+    graph: Any
+
+    def _sync(self) -> None:
+        raise NotImplementedError
+
+    def time_run(self, req: TimeRun) -> TimeDone:
+        """Time forward with events, loading the judge's input sets in the judge's order."""
+        import torch
+
+        from upskills.verify.timing import time_cuda
+
+        sets = [import_args(s) for s in req.input_sets]
+        work = [clone_tree(v) for v in sets[0]]
+        order = req.order
+
+        def load(call: int) -> int:
+            pick = order[call % len(order)]
+            copy_into(work, sets[pick])
+            return pick
+
+        times: list[float] = []
+        before = self.watch.counter.state.launches
+        keep = max(1, len(req.keep))
+        try:
+            with torch.no_grad():
+                _, last = time_cuda(
+                    lambda: self.model(*work),
+                    before_each=load,
+                    keep_last=keep,
+                    max_reps=req.max_reps,
+                    target_s=req.target_ms / 1000.0,
+                    times_out=times,
+                )
+        except Exception as exc:  # noqa: BLE001 - a failure while timing
+            raise StageFailure(
+                classify_exception(exc),
+                VerdictStage.TIMING,
+                f"timing failed: {describe_exception(exc, self.path, self.display)}",
+            ) from exc
+        picks: list[int] = []
+        for (pick, out), buffers in zip(last[-len(req.keep) :], req.keep, strict=False):
+            picks.append(int(pick))
+            _, items = flatten_any(out)
+            for item, handle in zip(items, buffers, strict=False):
+                buf = open_handle(handle)
+                if isinstance(item, torch.Tensor) and list(item.shape) == list(buf.shape):
+                    buf.copy_(item)
+        self._sync()
+        return TimeDone(
+            times_ms=times,
+            picks=picks,
+            launches=self.watch.counter.state.launches - before,
+            library_changes=self.watch.library_changes(),
+        )
+
+    def bulk(self, req: Bulk) -> BulkDone:
+        """``calls`` back-to-back forwards, one synchronisation, the candidate's own event time."""
+        import torch
+
+        if req.graph:
+            return self._graph_bulk(req)
+        inputs = import_args(req.inputs)
+        before = self.watch.counter.state.launches
+        start = torch.cuda.Event(enable_timing=True)
+        end = torch.cuda.Event(enable_timing=True)
+        out: Any = None
+        with torch.no_grad():
+            torch.cuda.synchronize()
+            start.record()
+            for _ in range(req.calls):
+                out = self.model(*inputs)
+            end.record()
+            torch.cuda.synchronize()
+        self._land(out, req.outputs)
+        return BulkDone(
+            event_ms=float(start.elapsed_time(end)),
+            launches=self.watch.counter.state.launches - before,
+        )
+
+    def _land(self, out: Any, handles: list[TensorHandle]) -> None:
+        """Copy the output's tensors into the judge's buffers (same shapes only), then sync."""
+        import torch
+
+        _, items = flatten_any(out)
+        for item, handle in zip(items, handles, strict=False):
+            buf = open_handle(handle)
+            if isinstance(item, torch.Tensor) and list(item.shape) == list(buf.shape):
+                buf.copy_(item)
+        self._sync()
+
+    def _graph_bulk(self, req: Bulk) -> BulkDone:
+        """Capture forward in a CUDA graph, or replay it: the judge's clock without host cost."""
+        import torch
+
+        before = self.watch.counter.state.launches
+        try:
+            if req.graph == "capture":
+                inputs = import_args(req.inputs)
+                side = torch.cuda.Stream()
+                side.wait_stream(torch.cuda.current_stream())
+                with torch.no_grad(), torch.cuda.stream(side):
+                    for _ in range(2):  # warm-up off the capture (autotuning, allocations)
+                        self.model(*inputs)
+                torch.cuda.current_stream().wait_stream(side)
+                torch.cuda.synchronize()
+                graph = torch.cuda.CUDAGraph()
+                with torch.no_grad(), torch.cuda.graph(graph):
+                    out = self.model(*inputs)
+                self.graph = (graph, out, inputs)
+                torch.cuda.synchronize()
+                return BulkDone(launches=self.watch.counter.state.launches - before)
+            if self.graph is None:
+                raise RuntimeError("no graph was captured")
+            graph, out, _ = self.graph
+            torch.cuda.synchronize()
+            for _ in range(req.calls):
+                graph.replay()
+            torch.cuda.synchronize()
+        except Exception as exc:  # noqa: BLE001 - not capturable: the judge says so
+            raise StageFailure(
+                ErrorClass.TIMING,
+                VerdictStage.TIMING,
+                f"forward could not run as a CUDA graph: {type(exc).__name__}: "
+                f"{str(exc).strip()[:300]}",
+            ) from exc
+        self._land(out, req.outputs)
+        return BulkDone(launches=req.calls)
