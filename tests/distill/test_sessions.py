@@ -64,3 +64,43 @@ def test_distill_counts_and_renders_the_cross_session_lesson(tmp_path):
     assert result.cross_session == 1
     lessons = "\n".join(p.read_text() for p in (tmp_path / "skills").rglob("lessons.md"))
     assert "1.00x -> 1.50x eager" in lessons and "previous session" in lessons
+
+
+def test_a_change_that_rewrites_the_kernel_credits_no_technique(tmp_path):
+    """One hunk that replaces most of the kernel is a rewrite: confounded, not 'launch config'."""
+    from upskills.distill.changeset import split_changes
+    from upskills.distill.perf import _rewrites
+
+    head, _ = ROW_SUM_MASKED.split("@triton.jit", 1)
+    rewritten = head + (
+        "@triton.jit\n"
+        "def row_sum_v2(x_ptr, out_ptr, N, stride, BLOCK: tl.constexpr):\n"
+        "    r = tl.program_id(0)\n"
+        "    cols = tl.arange(0, BLOCK)\n"
+        "    total = tl.zeros([BLOCK], dtype=tl.float32)\n"
+        "    for s in range(0, N, BLOCK):\n"
+        "        m = s + cols < N\n"
+        "        total += tl.load(x_ptr + r * stride + s + cols, mask=m, other=0.0)\n"
+        "    tl.store(out_ptr + r, tl.sum(total, axis=0))\n"
+        "class ModelNew(nn.Module):\n"
+        "    def forward(self, t: torch.Tensor) -> torch.Tensor:\n"
+        "        t = t.contiguous()\n"
+        "        rows, n = t.shape\n"
+        "        y = torch.empty(rows, device=t.device, dtype=t.dtype)\n"
+        "        row_sum_v2[(rows,)](t, y, n, t.stride(0), BLOCK=256, num_warps=8)\n"
+        "        return y\n"
+    )
+    changes = split_changes(ROW_SUM_MASKED, rewritten)
+    assert len(changes) == 1 and _rewrites(ROW_SUM_MASKED, changes[0].removed)
+    assert not _rewrites(ROW_SUM_MASKED, ("        row_sum_kernel[(M,)](x, out)",))
+    path = tmp_path / "t.jsonl"
+    write_trace(
+        path,
+        [
+            (ROW_SUM_MASKED, verdict(ROW_SUM_MASKED, True, speedup=1.0, gpu=GPU)),
+            (rewritten, verdict(rewritten, True, speedup=1.6, gpu=GPU)),
+        ],
+    )
+    perf = [x for x in mine_trace(summarize_trace(path)) if x.kind == "perf"]
+    assert [x.technique for x in perf] == ["confounded"], [x.technique for x in perf]
+    assert "rewrites most of the kernel" in perf[0].effect.note

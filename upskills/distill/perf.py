@@ -12,6 +12,8 @@ session, the GPU, and the teacher's own notes on the change.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from upskills.distill.ablate import ChangeEffect, EpisodeAblation
 from upskills.distill.changeset import apply_changes, split_changes
 from upskills.distill.episodes import Attempt, TraceSummary
@@ -102,6 +104,20 @@ def _credited(
     return out
 
 
+REWRITE_SHARE = 0.5
+"""A single change that removes more than this share of the kernel's code lines is a rewrite."""
+
+
+def _rewrites(before: str, removed: tuple[str, ...]) -> bool:
+    """Whether a change removing ``removed`` replaces most of ``before``'s code (not comments)."""
+
+    def code(lines: Iterable[str]) -> list[str]:
+        return [x for x in (line.strip() for line in lines) if x and not x.startswith("#")]
+
+    total = len(code(before.splitlines()))
+    return total > 0 and len(code(removed)) > REWRITE_SHARE * total
+
+
 def perf_lessons(
     trace: TraceSummary,
     b: Attempt,
@@ -137,7 +153,8 @@ def perf_lessons(
         observations=1,
     )
     single = changes[0].techniques if len(changes) == 1 else ()
-    if len(changes) == 1 and len(single) <= 1:
+    rewrite = len(changes) == 1 and _rewrites(b.kernel_source, changes[0].removed)
+    if len(changes) == 1 and len(single) <= 1 and not rewrite:
         if not single and ratio < 1:
             return []  # "apply the change shown" is no lesson when the change made it slower
         tech = single[0] if single else "unclassified"
@@ -170,7 +187,9 @@ def perf_lessons(
     if left:
         key = "-".join(sorted(changes[i].key for i in left))[:16]
         reason = ablation.reason or "changes measured only together"
-        if len(changes) == 1:
+        if rewrite:
+            reason = "one change that rewrites most of the kernel (parts not measured alone)"
+        elif len(changes) == 1:
             reason = "one change that does several things: " + ", ".join(single)
         lessons.append(
             Lesson(
