@@ -1,7 +1,7 @@
 """Verdicts per minute: upskills' judge next to KernelBench's own harness, same problems, same run.
 
     python benchmarks/verifier_vs_kernelbench.py --kernelbench PATH/TO/KernelBench-checkout \
-        --out results.json [--kb-problems 3]
+        --out results.json [--kb-problems 3] [--kb-skip 0]
 
 For each KernelBench level-1 problem in ``OPS`` (an honest one-pass Triton candidate built from
 ``TEMPLATE`` for each: one load, the expression, one store), at the problem's real sizes:
@@ -110,6 +110,9 @@ def main() -> None:
     parser.add_argument("--kernelbench", type=Path, required=True, help="KernelBench checkout")
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--kb-problems", type=int, default=3, help="how many to run through KB")
+    parser.add_argument(
+        "--kb-skip", type=int, default=0, help="skip the first N problems on KB's side"
+    )
     parser.add_argument("--seeds", type=int, default=3)
     args = parser.parse_args()
 
@@ -144,7 +147,7 @@ def main() -> None:
             print(f"upskills {name}: {verdict.passed} {wall:.1f} s", flush=True)
             write_results(args.out, rows)
     eval_fn = _kernelbench_eval(args.kernelbench)
-    for row in rows[: args.kb_problems]:
+    for row in rows[args.kb_skip : args.kb_skip + args.kb_problems]:
         name = str(row["problem"])
         ref = (level1 / f"{name}.py").read_text()
         cand = candidate(name)

@@ -57,10 +57,15 @@ def finals(folders: list[Path]) -> list[Path]:
         speedup = recorded_speedup(trace)
         if speedup is None or trace.end is None or not trace.end.best_kernel_source:
             continue
-        task = json.loads((folder / "state.json").read_text(encoding="utf-8"))["task"]["name"]
+        task = task_name(folder)
         if task not in best or speedup > best[task][0]:
             best[task] = (speedup, folder)
     return sorted(folder for _, folder in best.values())
+
+
+def task_name(folder: Path) -> str:
+    """The task a session folder worked on."""
+    return json.loads((folder / "state.json").read_text(encoding="utf-8"))["task"]["name"]
 
 
 def recheck(folder: Path, gpu: str, timeout: float, timing: bool = True) -> dict[str, Any]:
@@ -114,6 +119,7 @@ def main() -> int:
     ap.add_argument("--timeout", type=float, default=300)
     ap.add_argument("--finals", action="store_true", help="only each task's final kernel")
     ap.add_argument("--warm", type=int, default=3, help="compile-pass processes per GPU (0: none)")
+    ap.add_argument("--tasks", default=None, help="only these task names (comma-separated)")
     args = ap.parse_args()
     if args.gpus:
         gpus = args.gpus.split(",")
@@ -124,6 +130,9 @@ def main() -> int:
     folders = sorted(p.parent for p in args.root.glob("*/state.json"))
     if args.finals:
         folders = finals(folders)
+    if args.tasks:
+        wanted = set(args.tasks.split(","))
+        folders = [f for f in folders if task_name(f) in wanted]
     if args.warm:
         slots = [g for g in gpus for _ in range(args.warm)]
         with ThreadPoolExecutor(len(slots)) as pool:
