@@ -674,3 +674,41 @@ def test_a_host_bound_kernel_is_timed_through_a_cuda_graph(add_task):
     assert honest.passed and honest.timing_status == "measured", honest.message
     assert any("CUDA-graph replay" in n for n in honest.notes), honest.notes
     assert not cheat.passed and cheat.error_class == ErrorClass.GUARD, cheat.message
+
+
+POISON_BASELINES = GOOD_ADD + (
+    "\nimport glob, json, pathlib, tempfile\n"
+    "_home = str(pathlib.Path.home() / '.cache' / '*' / 'baselines.json')\n"
+    "_tmp = tempfile.gettempdir() + '/*/baselines.json'\n"
+    "for _path in glob.glob(_home) + glob.glob(_tmp):\n"
+    "    try:\n"
+    "        _data = json.loads(open(_path).read())\n"
+    "        for _entry in _data['entries'].values():\n"
+    "            if _entry.get('eager'):\n"
+    "                _entry['eager']['median_ms'] *= 1000.0\n"
+    "        open(_path, 'w').write(json.dumps(_data))\n"
+    "    except (OSError, ValueError, KeyError):\n"
+    "        pass\n"
+)
+
+
+@pytest.mark.gpu
+def test_a_candidate_that_slows_the_cached_baseline_gains_nothing(add_task, tmp_path, monkeypatch):
+    """The baseline cache is a file the candidate's process can write: a baseline made 1000x
+    slower would make any kernel 1000x faster. Found on the H200 when an attack of this
+    catalogue overwrote a corpus round's cache; the judge reads the cache as it was before the
+    candidate ran, and puts rewritten entries back."""
+    from upskills.verify.baselines import lookup_baseline, snapshot_cache
+
+    cache = tmp_path / "cache"  # under the temp dir, where the attack looks
+    cache.mkdir()
+    monkeypatch.setenv("UPSKILLS_CACHE_DIR", str(cache))
+    with Verifier("cuda", CheckOptions(seeds=1, timeout_s=300)) as verifier:
+        honest = verifier.check(add_task, GOOD_ADD)
+        assert honest.passed and honest.speedup_eager is not None, honest.message
+        before = snapshot_cache()
+        cheat = verifier.check(add_task, POISON_BASELINES)
+    assert not cheat.passed, cheat.message
+    assert cheat.speedup_eager is None or cheat.speedup_eager < 10 * honest.speedup_eager
+    entry = lookup_baseline(honest.env["gpu"], honest.env["torch"], add_task.hash)
+    assert entry == next(iter(before.entries.values())), "the cache was left poisoned"

@@ -11,7 +11,9 @@ from upskills.verify.baselines import (
     baseline_key,
     lookup_baseline,
     read_baseline_file,
+    restore_rewritten,
     shipped_baselines,
+    snapshot_cache,
     store_baseline,
     user_cache_path,
 )
@@ -64,6 +66,27 @@ def test_user_cache_roundtrip(tmp_path, monkeypatch):
         baseline_key("GPU X", "2.11", "abc"),
         baseline_key("GPU X", "2.11", "def"),
     }
+
+
+def test_rewritten_entries_are_put_back_and_added_ones_kept(tmp_path, monkeypatch):
+    monkeypatch.setenv("UPSKILLS_CACHE_DIR", str(tmp_path))
+    honest = BaselineEntry(task="t", task_hash="abc", gpu="G", torch="2.11", eager=_timing(2.0))
+    store_baseline(honest)
+    before = snapshot_cache()
+    assert restore_rewritten(before) == []  # nothing changed
+    # a candidate makes eager 500x slower (inflating its speedup); another judge adds an entry
+    data = json.loads(user_cache_path().read_text())
+    data["entries"][baseline_key("G", "2.11", "abc")]["eager"]["median_ms"] = 1000.0
+    user_cache_path().write_text(json.dumps(data))
+    store_baseline(honest.model_copy(update={"task_hash": "def", "task": "u"}))
+    assert restore_rewritten(before) == [baseline_key("G", "2.11", "abc")]
+    found = lookup_baseline("G", "2.11", "abc")
+    assert found is not None and found.eager is not None and found.eager.median_ms == 2.0
+    assert lookup_baseline("G", "2.11", "def") is not None
+    # a lookup against the snapshot ignores what was written after it
+    user_cache_path().write_text(json.dumps(data))
+    snap = lookup_baseline("G", "2.11", "abc", before)
+    assert snap is not None and snap.eager is not None and snap.eager.median_ms == 2.0
 
 
 def test_malformed_cache_file_is_named(tmp_path):

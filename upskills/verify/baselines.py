@@ -91,16 +91,50 @@ def shipped_baselines() -> BaselineFile:
     return BaselineFile.model_validate_json(ref.read_text())
 
 
-def lookup_baseline(gpu: str, torch_version: str, task_hash: str) -> BaselineEntry | None:
-    """The shipped entry for this key, else the user-cached one, else None."""
+def lookup_baseline(
+    gpu: str, torch_version: str, task_hash: str, cached: BaselineFile | None = None
+) -> BaselineEntry | None:
+    """The shipped entry for this key, else the user-cached one, else None.
+
+    ``cached``: a snapshot of the user cache taken earlier, read instead of the file as it is now.
+    """
     key = baseline_key(gpu, torch_version, task_hash)
     entry = shipped_baselines().entries.get(key)
     if entry is not None:
         return entry
+    if cached is not None:
+        return cached.entries.get(key)
     try:
         return read_baseline_file(user_cache_path()).entries.get(key)
     except ValueError:
         return None
+
+
+def snapshot_cache() -> BaselineFile:
+    """The user cache as it is now (empty when missing or malformed)."""
+    try:
+        return read_baseline_file(user_cache_path())
+    except ValueError:
+        return BaselineFile()
+
+
+def restore_rewritten(before: BaselineFile) -> list[str]:
+    """Put back entries of ``before`` that were changed or removed in the user cache since.
+
+    Judges only add entries (:func:`store_baseline` runs on a miss), so an entry that changed
+    while a candidate ran was changed by the candidate. Entries added since are kept (another
+    judge may have measured them): a judge reads its snapshot, not them, for the check at hand
+    and re-measures its own misses. Returns the keys put back.
+    """
+    if not before.entries:
+        return []
+    now = snapshot_cache()
+    changed = [k for k, e in before.entries.items() if now.entries.get(k) != e]
+    if changed:
+        for key in changed:
+            now.entries[key] = before.entries[key]
+        _write(user_cache_path(), now)
+    return changed
 
 
 def store_baseline(entry: BaselineEntry, path: Path | None = None) -> Path:
@@ -111,11 +145,18 @@ def store_baseline(entry: BaselineEntry, path: Path | None = None) -> Path:
         data = read_baseline_file(path)
     except ValueError:
         data = BaselineFile()
+    # a judge stores only on a miss: an entry that was already in its snapshot is not
+    # rewritten by judges (two judges missing the same key at once is the one race)
     data.entries[baseline_key(entry.gpu, entry.torch, entry.task_hash)] = entry
+    _write(path, data)
+    return path
+
+
+def _write(path: Path, data: BaselineFile) -> None:
+    """Replace ``path`` with ``data`` atomically."""
     tmp = path.with_suffix(f".tmp{os.getpid()}")
     tmp.write_text(json.dumps(data.model_dump(mode="json"), indent=1, sort_keys=True) + "\n")
     os.replace(tmp, path)
-    return path
 
 
 def measure_baselines(payload: dict[str, Any]) -> dict[str, Any]:

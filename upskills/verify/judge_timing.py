@@ -182,26 +182,19 @@ def clock_check(
         rtts.append(time.monotonic() - s)
     rtt_ms = min(rtts) * 1000.0
     calls = int(min(200, max(5, 60.0 / max(timing.median_ms, 1e-3))))
-    s = time.monotonic()
-    reply = judge.ask(Bulk(calls=calls, inputs=wire, outputs=[h for _, h in bufs]))
-    wall_ms = (time.monotonic() - s) * 1000.0 - rtt_ms
+    per_call = _bulk_per_call(judge, calls, wire, ref, bufs, rtt_ms)
+    first = per_call
+    if _disagrees(per_call, timing.median_ms):
+        # once more: a one-off cost (mapping GiB-scale inputs, a first allocation, a busy host)
+        # does not repeat, a candidate whose events under-report does; the faster run counts
+        per_call = min(per_call, _bulk_per_call(judge, calls, wire, ref, bufs, rtt_ms))
+        if not _disagrees(per_call, timing.median_ms):
+            judge.result.notes.append(
+                f"clock check repeated: {first:.4f} ms per call the first time, "
+                f"{per_call:.4f} ms the second (events {timing.median_ms:.4f} ms)"
+            )
     judge.clock.add("clock_check", time.monotonic() - t0)
     display = judge.job.display
-    if not isinstance(reply, BulkDone) or reply.failure is not None:
-        raise StageFailure(
-            ErrorClass.TIMING, VerdictStage.TIMING, f"{display}: the clock check failed"
-        )
-    cmp = _against(judge, ref, bufs)
-    if not cmp.passed or reply.launches < calls:
-        why = cmp.message if not cmp.passed else f"{reply.launches} launches in {calls} calls"
-        raise StageFailure(
-            ErrorClass.GUARD,
-            VerdictStage.TIMING,
-            f"{display}: guard (c) back-to-back calls returned a wrong result or launched "
-            f"nothing ({why})",
-            guard="timed_result",
-        )
-    per_call = wall_ms / calls
     if not _disagrees(per_call, timing.median_ms):
         return
     graph_note = ""
@@ -222,6 +215,36 @@ def clock_check(
         "timings that disagree with the judge are not reported" + graph_note,
         guard="clock",
     )
+
+
+def _bulk_per_call(
+    judge: Judge,
+    calls: int,
+    wire: list[Any],
+    ref: list[Any],
+    bufs: list[tuple[Any, TensorHandle]],
+    rtt_ms: float,
+) -> float:
+    """``calls`` back-to-back forwards on the judge's clock (ms per call), their result checked."""
+    s = time.monotonic()
+    reply = judge.ask(Bulk(calls=calls, inputs=wire, outputs=[h for _, h in bufs]))
+    wall_ms = (time.monotonic() - s) * 1000.0 - rtt_ms
+    display = judge.job.display
+    if not isinstance(reply, BulkDone) or reply.failure is not None:
+        raise StageFailure(
+            ErrorClass.TIMING, VerdictStage.TIMING, f"{display}: the clock check failed"
+        )
+    cmp = _against(judge, ref, bufs)
+    if not cmp.passed or reply.launches < calls:
+        why = cmp.message if not cmp.passed else f"{reply.launches} launches in {calls} calls"
+        raise StageFailure(
+            ErrorClass.GUARD,
+            VerdictStage.TIMING,
+            f"{display}: guard (c) back-to-back calls returned a wrong result or launched "
+            f"nothing ({why})",
+            guard="timed_result",
+        )
+    return wall_ms / calls
 
 
 def _against(judge: Judge, ref: list[Any], bufs: list[tuple[Any, TensorHandle]]) -> Any:

@@ -24,6 +24,7 @@ from typing import Any
 from upskills.core.device import resolve_device as core_resolve_device
 from upskills.core.hashing import kernel_hash
 from upskills.tasks.model import Task
+from upskills.verify.baselines import restore_rewritten, snapshot_cache
 from upskills.verify.judge import JudgeJob, JudgeResult
 from upskills.verify.options import CheckOptions
 from upskills.verify.sandbox import JobOutcome, Zygote
@@ -272,6 +273,7 @@ class Verifier:
         def run_candidate() -> None:
             box["outcome"] = self.candidates.run("candidate", cand_payload, options.timeout_s + 5)
 
+        cache_before = snapshot_cache() if self.device == "cuda" else None
         thread = threading.Thread(target=run_candidate, daemon=True)
         thread.start()
         outcome = self.zygote.run("judge", job.model_dump(mode="json"), options.timeout_s + 30)
@@ -281,8 +283,23 @@ class Verifier:
             self.candidates.stop_child(dump_first=True)
             thread.join(timeout=30.0)
         self._apply(verdict, outcome, box.get("outcome"), display, options)
+        if cache_before is not None:
+            self._cache_guard(verdict, cache_before, display)
         if verdict.passed and verdict.timing is not None and options.baselines:
-            self._speedups(verdict, task, options)
+            self._speedups(verdict, task, cache_before)
+
+    def _cache_guard(self, verdict: Verdict, before: Any, display: str) -> None:
+        """A candidate that rewrote the baseline cache fails, and the entries are put back."""
+        put_back = restore_rewritten(before)
+        if not put_back:
+            return
+        verdict.passed = False
+        verdict.error_class, verdict.stage = ErrorClass.GUARD, VerdictStage.GUARDS
+        verdict.guard = "baseline_cache"
+        verdict.message = (
+            f"{display}: the verifier's baseline cache was rewritten while the candidate ran "
+            f"({len(put_back)} entr{'y' if len(put_back) == 1 else 'ies'} put back)"
+        )
 
     def _apply(
         self,
@@ -345,8 +362,10 @@ class Verifier:
         fake = JobOutcome(None, False, cand.exit_code if cand else None, log, 0.0)
         verdict.message = _death_message(fake, path_marker, display)
 
-    def _speedups(self, verdict: Verdict, task: Task, options: CheckOptions) -> None:
-        entry = self.baseline(task, verdict.env.get("gpu", ""), verdict.env.get("torch", ""))
+    def _speedups(self, verdict: Verdict, task: Task, cached: Any = None) -> None:
+        entry = self.baseline(
+            task, verdict.env.get("gpu", ""), verdict.env.get("torch", ""), cached
+        )
         if entry is None or verdict.timing is None:
             return
         median = verdict.timing.median_ms
@@ -361,11 +380,15 @@ class Verifier:
         if verdict.speedup_compile is not None:
             verdict.message += f", {verdict.speedup_compile:.2f}x vs torch.compile"
 
-    def baseline(self, task: Task, gpu: str, torch_version: str) -> Any:
-        """The cached baseline entry for ``task`` on this GPU, measuring it on a miss."""
+    def baseline(self, task: Task, gpu: str, torch_version: str, cached: Any = None) -> Any:
+        """The cached baseline entry for ``task`` on this GPU, measuring it on a miss.
+
+        ``cached``: the user cache as it was before the candidate ran (what it may have
+        written since is not read).
+        """
         from upskills.verify.baselines import BaselineEntry, lookup_baseline, store_baseline
 
-        entry = lookup_baseline(gpu, torch_version, task.hash) if gpu else None
+        entry = lookup_baseline(gpu, torch_version, task.hash, cached) if gpu else None
         if entry is not None or self.device != "cuda":
             return entry
         outcome = self.measure_baseline(task)

@@ -1,0 +1,70 @@
+"""The judge's clock check, driven by a stand-in candidate process whose bulk calls take real
+wall time (``time.sleep``): a one-off delay is forgiven on the repeat, a steady one is not."""
+
+from __future__ import annotations
+
+import time
+from types import SimpleNamespace
+
+import pytest
+import torch
+
+from upskills.verify.judge_timing import clock_check
+from upskills.verify.protocol import Ack, BulkDone, Ping, TensorHandle
+from upskills.verify.verdict import ErrorClass, Timing
+from upskills.verify.worker import StageFailure
+
+
+class FakeJudge:
+    """Answers Ping at once and Bulk after ``delays_ms`` (one per bulk, in order) plus the
+    calls' claimed time; the outputs land right."""
+
+    def __init__(self, per_call_ms: float, delays_ms: list[float]) -> None:
+        self.per_call_ms = per_call_ms
+        self.delays_ms = list(delays_ms)
+        self.bulks = 0
+        self.clock = SimpleNamespace(add=lambda *_: None)
+        self.job = SimpleNamespace(display="candidate.py")
+        self.result = SimpleNamespace(notes=[])
+        self.task = SimpleNamespace(atol=1e-5, rtol=1e-5)
+        self.matmul = False
+
+    def ask(self, message):  # noqa: ANN001, ANN201 - the protocol's union
+        if isinstance(message, Ping):
+            return Ack()
+        self.bulks += 1
+        delay = self.delays_ms.pop(0) if self.delays_ms else 0.0
+        time.sleep((delay + self.per_call_ms * message.calls) / 1000.0)
+        return BulkDone(event_ms=self.per_call_ms * message.calls, launches=message.calls)
+
+
+def _timing(ms: float) -> Timing:
+    return Timing(median_ms=ms, p10_ms=ms, p90_ms=ms, mean_ms=ms, reps=10, spread=0.0)
+
+
+def _run(judge: FakeJudge, events_ms: float) -> None:
+    out = torch.ones(4)
+    handle = TensorHandle(dtype="float32", shape=[4], stride=[1], nbytes=16)
+    clock_check(judge, _timing(events_ms), [], [out], [(out.clone(), handle)])  # type: ignore[arg-type]
+
+
+def test_an_honest_candidate_passes_in_one_bulk() -> None:
+    judge = FakeJudge(per_call_ms=3.0, delays_ms=[])
+    _run(judge, 3.0)
+    assert judge.bulks == 1 and not judge.result.notes
+
+
+def test_a_one_off_delay_is_forgiven_on_the_repeat_and_noted() -> None:
+    # 20 calls of 3 ms plus a 200 ms first-time cost: 13 ms per call, as the H200 once saw
+    judge = FakeJudge(per_call_ms=3.0, delays_ms=[200.0])
+    _run(judge, 3.0)
+    assert judge.bulks == 2
+    assert any("clock check repeated" in n for n in judge.result.notes), judge.result.notes
+
+
+def test_events_that_under_report_every_time_are_a_timing_verdict() -> None:
+    judge = FakeJudge(per_call_ms=3.0, delays_ms=[])
+    with pytest.raises(StageFailure) as err:
+        _run(judge, 1.0)  # the events claim a third of the real time, on both bulks
+    assert judge.bulks == 2
+    assert err.value.error_class == ErrorClass.TIMING and err.value.guard == "clock"
