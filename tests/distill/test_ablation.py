@@ -130,7 +130,7 @@ class RuleTimerFailingAlone(RuleTimer):
         return m
 
 
-def _two_change_trace(path):
+def _two_change_trace(path, task_origin=None):
     write_trace(
         path,
         [
@@ -141,6 +141,7 @@ def _two_change_trace(path):
             ),
         ],
         notes={1: ["Hints on the offsets and 8 warps should help."]},
+        task_origin=task_origin,
     )
 
 
@@ -179,6 +180,32 @@ def test_distill_with_ablation_writes_each_effect_separately(tmp_path):
     assert again.ablations == {"ablated": 2}
     no_cache = distill([tmp_path / "traces"], tmp_path / "skills3", None)
     assert no_cache.ablations == {"confounded": 2}
+
+
+def test_a_task_loaded_from_a_file_is_judged_from_that_file(tmp_path):
+    """KernelBench sessions name the task by its file's stem; the ablation must load the file
+    (the H200 run stopped on ``unknown task '39_L2Norm_'``), and a file that is gone makes the
+    episode confounded, not the run fail."""
+    seen: list[str] = []
+
+    class Recorder(RuleTimer):
+        def __call__(self, task, task_hash, source):  # noqa: ANN001, ANN204
+            seen.append(task)
+            return super().__call__(task, task_hash, source)
+
+    _two_change_trace(tmp_path / "traces" / "t.jsonl", task_origin="kb/level1/47_Sum.py")
+    config = DistillConfig(ablate=True, ablation_cache=str(tmp_path / "abl.jsonl"))
+    result = distill([tmp_path / "traces"], tmp_path / "skills", None, config, Recorder(RULES))
+    assert seen and set(seen) == {"kb/level1/47_Sum.py"}
+    assert result.ablations == {"ablated": 1}
+
+    class Missing(RuleTimer):
+        def __call__(self, task, task_hash, source):  # noqa: ANN001, ANN204
+            raise FileNotFoundError(task)
+
+    (tmp_path / "abl.jsonl").unlink()
+    result = distill([tmp_path / "traces"], tmp_path / "skills4", None, config, Missing(RULES))
+    assert result.ablations == {"confounded": 1}
 
 
 @pytest.mark.slow

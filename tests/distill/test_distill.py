@@ -357,3 +357,17 @@ def test_a_confounded_change_goes_to_the_family_its_code_shows():
     assert _confounded_family(shfl) == "reductions"
     assert _confounded_family(confounded("adds async_copy", "float4 v;")) == "tiling"
     assert _confounded_family(confounded('name="v2",', "k<<<m, 256>>>(")) == "launch-tuning"
+
+
+def test_a_pack_written_again_after_retirement_continues_its_version_line(tmp_path):
+    from upskills.distill.store import next_version
+
+    skills = tmp_path / "skills"
+    for old in ("1.0.0", "2.0.0"):
+        archived = skills / ".versions" / "gpu-x" / old / "gpu-x"
+        archived.mkdir(parents=True)
+        (archived / "SKILL.md").write_text(f"archived {old}\n")
+    version, change, files = next_version(skills / "gpu-x", lambda v: {"SKILL.md": v})
+    assert (version, change, files) == ("3.0.0", "created", {"SKILL.md": "3.0.0"})
+    fresh, _, _ = next_version(skills / "gpu-y", lambda v: {"SKILL.md": v})
+    assert fresh == "1.0.0"

@@ -118,13 +118,15 @@ def write_trace(
     notes: dict[int, list[str]] | None = None,
     started: str = "2026-01-01T00:00:00.000000+00:00",
     session_agent: str | None = None,
+    task_origin: str | None = None,
 ) -> str:
     """Write a trace whose agent checks each (source, verdict) in turn; returns the trace id.
 
     ``notes[i]`` are note events the agent writes just before attempt ``i`` (after the
     previous attempt's verdict), as an external agent explains its next change. ``started``
     stamps every event (it orders sessions of one task); ``session_agent`` makes the trace an
-    external agent's ``upskills session`` (else a driven teacher's run).
+    external agent's ``upskills session`` (else a driven teacher's run); ``task_origin`` is
+    the file a task was loaded from (a KernelBench problem), as ``run_start`` records it.
     """
     task_hash = task_hash or (attempts[0][1].task_hash if attempts else "0" * 16)
     ts = started
@@ -140,7 +142,8 @@ def write_trace(
                 agent_name=session_agent or "teacher",
                 provider="mock",
                 model="scripted-teacher",
-                parameters={"interface": "session"} if session_agent else {},
+                parameters=({"interface": "session"} if session_agent else {})
+                | ({"task_origin": task_origin} if task_origin else {}),
             )
         )
         for i, (source, v) in enumerate(attempts):

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 from upskills.distill.ablate import AblationCache, EpisodeAblation, Judge, ablate_episode
 from upskills.distill.changeset import split_changes
 from upskills.distill.episodes import Attempt, TraceSummary
+from upskills.tasks.source import TaskError
 
 if TYPE_CHECKING:
     from upskills.distill.pipeline import DistillConfig
@@ -55,18 +56,22 @@ class Attribution:
         else:
             try:
                 out = ablate_episode(
-                    trace.task,
+                    trace.task_origin or trace.task,
                     trace.task_hash,
                     b.kernel_source,
                     a.kernel_source,
                     self.judge() if self.ablate else None,
                     self.cache,
                 )
-            except (ValueError, KeyError, FileNotFoundError) as exc:  # task cannot be loaded
+                out.task = trace.task  # the name, also for a task loaded from a file
+            except (ValueError, KeyError, OSError, TaskError) as exc:  # task cannot be loaded
                 out = EpisodeAblation(
                     task=trace.task, status="confounded", reason=f"cannot judge {trace.task}: {exc}"
                 )
         self.counts[out.status] += 1
+        alone = sum(1 for eff in out.changes if eff.credited)
+        if alone and out.status != "ablated":
+            self.counts["with changes timed alone"] += 1
         return out
 
     def close(self) -> None:

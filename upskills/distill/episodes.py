@@ -63,6 +63,8 @@ class TraceSummary:
     trace_id: str = ""
     task: str = ""
     task_hash: str = ""
+    task_origin: str = ""
+    """Where the task was loaded from (a KernelBench file) when it is not a built-in name."""
     model: str | None = None
     outcome: str | None = None
     best_speedup: float | None = None
@@ -181,6 +183,7 @@ def summarize_trace(path: str | Path) -> TraceSummary:
                 summary.task, summary.task_hash = event.task, event.task_hash
                 summary.model = event.model
                 summary.started = event.ts
+                summary.task_origin = str(event.parameters.get("task_origin") or "")
                 session = event.parameters.get("interface") == "session"
                 if event.agent_role == "external" and session:
                     summary.session_agent = event.agent_name or "external"

@@ -88,6 +88,7 @@ def _credited(
                         for x in (
                             "measured alone, out of: "
                             + "; ".join(c.summary for c in ablation.changes),
+                            _together(ablation),
                             ablation.interaction,
                         )
                         if x
@@ -213,3 +214,12 @@ def perf_lessons(
             )
         )
     return lessons
+
+
+def _together(ablation: EpisodeAblation) -> str:
+    """The whole attempt's speed from the same session, to read the change alone against."""
+    after = ablation.after
+    if after is None or after.speedup_eager is None:
+        return ""
+    n = len(ablation.changes)
+    return f"all {n} changes together: {after.speedup_eager:.2f}x eager in the same session"

@@ -220,16 +220,16 @@ GENERIC_CONSTRUCTS = ("launch_config", "masking")
 
 
 def _confounded_family(lesson: Lesson) -> str:
-    """Family of a confounded perf lesson.
+    """Family of a confounded perf lesson, or of a measured one whose change adds no technique.
 
-    The first technique its changes add or drop; else the family whose constructs
-    (``snippets.MARKERS``: ``float4``, ``__shfl_``, ``cp.async``) the changed code shows most
-    (a change that vectorizes a second pass adds no technique the kernel lacked); else
-    launch tuning.
+    E.g. a second pass made ``float4`` too: the kernel already had the technique. The first
+    technique its changes add or drop; else the family whose constructs (``snippets.MARKERS``:
+    ``float4``, ``__shfl_``, ``cp.async``) the changed code shows most; else launch tuning.
     """
     from upskills.distill.snippets import MARKERS
 
-    if lesson.technique != "confounded":
+    perf_unnamed = lesson.technique == "unclassified" and lesson.kind == "perf"
+    if lesson.technique != "confounded" and not perf_unnamed:
         return "general"
     for change in lesson.effect.changes:
         for word in change.replace(";", " ").split():

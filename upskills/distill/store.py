@@ -20,7 +20,7 @@ import tempfile
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
-from upskills.skills.pack import VERSIONS_DIR, load_pack, version_key
+from upskills.skills.pack import VERSIONS_DIR, load_pack, version_key, versions
 from upskills.skills.provenance import Provenance
 
 FIRST_VERSION = "1.0.0"
@@ -69,7 +69,11 @@ def next_version(
         ``minor`` or ``patch``.
     """
     if not (current / "SKILL.md").is_file():
-        return FIRST_VERSION, "created", render(FIRST_VERSION)
+        # a pack retired earlier and now written again continues its line: the next major
+        # after the last archived version (an archive is never overwritten)
+        earlier = versions(current.name, current.parent)
+        first = bump(earlier[-1], "major") if earlier else FIRST_VERSION
+        return first, "created", render(first)
     old_version = load_pack(current).version
     old = _read_files(current)
     same_version = render(old_version)
