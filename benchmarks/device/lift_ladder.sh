@@ -50,5 +50,5 @@ timeout $((budget - 30)) python3 -m upskills lift --students /tmp/smollm2-135m.y
   --arms baseline,inline,placebo,off_topic,excerpt > "$OUT/lift_ladder.log" 2>&1
 echo "lift exit: $?"
 python3 -m upskills report "$run" --device cuda > "$OUT/report.log" 2>&1
-cp -r "$run" "$OUT/"
+tar czf "$OUT/ladder.tgz" -C /tmp "${run##*/}"
 tail -30 "$OUT/lift_ladder.log" | tr '\r' '\n' | tail -12; tail -40 "$run/report.md"
