@@ -36,3 +36,6 @@ class AgentConfig(BaseModel):
     """Time limit of one verdict in seconds; None means the verifier's default."""
     agent_name: str = "upskills-agent"
     """Agent name recorded in the trace."""
+    submit_on_pass: bool = False
+    """A limit for students: the first kernel a check passes is submitted at once (a teacher
+    goes on to benchmark and improve it)."""

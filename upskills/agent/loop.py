@@ -76,6 +76,7 @@ def run_agent(
     skills: Sequence[SkillPack] = (),
     *,
     verifier: Verifier | None = None,
+    skill_block: str = "",
 ) -> RunEnd:
     """Run one agent on one task, writing its trace.
 
@@ -86,6 +87,8 @@ def run_agent(
         trace_path: the trace file to write; it must not exist yet (or be empty).
         skills: SkillPacks to attach as ``config.skills_mode`` says.
         verifier: a warm ``Verifier`` to reuse (one is created and closed otherwise).
+        skill_block: a prepared skill block inlined as it is (a lift arm's), when ``skills``
+            are not inlined.
 
     Returns:
         The ``run_end`` event written last.
@@ -111,6 +114,7 @@ def run_agent(
         skills=skills,
         skills_mode=config.skills_mode,
         compact=config.compact_skills,
+        block=skill_block,
     )
     toolbox = KernelToolbox(
         task,
@@ -197,6 +201,8 @@ class _Run:
                     )
                     if tc.name == "submit" and outcome.error is None:
                         return self.end_submitted(outcome)
+                    if self.passed_limit(outcome):
+                        return self.submit_passing(call_span)
                 continue
             block = extract_code_block(response.text)
             if block is not None:
@@ -206,6 +212,8 @@ class _Run:
                 outcome = self.tool(
                     "check", {"source": block}, f"fallback-{self.fallbacks}", call_span
                 )
+                if self.passed_limit(outcome):
+                    return self.submit_passing(call_span)
                 messages.append(
                     msg(role="user", content=FALLBACK_TEXT.format(output=outcome.output))
                 )
@@ -220,6 +228,16 @@ class _Run:
             problems = "".join(f"\n- {e}" for e in response.errors)
             nudge = NUDGE_TEXT + (f"\nProblems with your reply:{problems}" if problems else "")
             messages.append(msg(role="user", content=nudge))
+
+    def passed_limit(self, outcome: ToolOutcome) -> bool:
+        """A student's limit: a passing check ends the run (``AgentConfig.submit_on_pass``)."""
+        v = outcome.verdict
+        return self.config.submit_on_pass and v is not None and v.passed
+
+    def submit_passing(self, parent: str) -> RunEnd:
+        """Submit the kernel that just passed (traced as a ``submit`` call with a note)."""
+        self.note("limit", "submit_on_pass: the kernel that passed is submitted")
+        return self.end_submitted(self.tool("submit", {}, "limit-submit", parent))
 
     def warn_budget(self, messages: list[Message]) -> None:
         """Tell the model, in the turn about to be sent, when two calls or fewer are left."""

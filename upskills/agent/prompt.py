@@ -40,6 +40,7 @@ def build_prompts(
     skills: Sequence[Any] = (),
     skills_mode: str = "none",
     compact: bool = False,
+    block: str = "",
 ) -> RunPrompts:
     """Render the system and task prompts.
 
@@ -50,6 +51,8 @@ def build_prompts(
         skills: SkillPacks to attach.
         skills_mode: ``none``, ``inline`` or ``on_demand``.
         compact: inline the compact variant of each skill.
+        block: a prepared skill block to inline as it is (a lift arm's skill, placebo or
+            excerpt text), when ``skills`` are not inlined.
 
     Returns:
         The prompts, their hashes, and the ``read_skill`` tool when skills are on demand.
@@ -59,6 +62,8 @@ def build_prompts(
     skills_block, tool_line, skill_tool = "", "", None
     if skills and skills_mode == "inline":
         skills_block = "\n## Skills\n\n" + inline_block(skills, compact=compact)
+    elif block and skills_mode != "on_demand":
+        skills_block = "\n## Skills\n\n" + block.strip()
     elif skills and skills_mode == "on_demand":
         skill_tool = skill_reader(skills)
         listing = "\n".join(f"- `{p.name}`: {p.description}" for p in skills)

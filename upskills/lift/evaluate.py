@@ -66,11 +66,15 @@ class CaseChecker:
 
     def __call__(self, case: CaseInfo, source: str) -> Verdict:
         """The Verdict of ``source`` on ``case``'s task."""
+        return self.verifier().check(case.task_def, source, self.options(case))
+
+    def verifier(self) -> Verifier:
+        """The warm verifier (started on first use)."""
         if self._verifier is None:
             from upskills.verify import Verifier
 
             self._verifier = Verifier(device=self.device)
-        return self._verifier.check(case.task_def, source, self.options(case))
+        return self._verifier
 
     def close(self) -> None:
         """Stop the verifier's worker."""

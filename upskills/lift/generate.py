@@ -21,10 +21,9 @@ from upskills.lift.prompting import extract_kernel, prompt_hash, splice_line, sy
 from upskills.lift.store import GENERATIONS, GenerationRecord, RecordWriter, read_records
 from upskills.lift.store import sample_key as make_key
 from upskills.lift.student import Student
-from upskills.prompts import load_prompt
 
-Checker = Callable[[CaseInfo, str], Any]
-"""(case, kernel source) -> Verdict; used by agent mode for feedback."""
+Checker = Any
+"""``evaluate.CaseChecker``: agent mode's warm verifier (its ``verifier()`` and ``device``)."""
 
 
 def sample_seed(run_seed: int, case: str, sample: int) -> int:
@@ -66,6 +65,10 @@ class _Sample:
         self.text = ""
         self.stop_reason: str | None = None
         self.error: str | None = None
+        self.kernel: str | None = None
+        """The kernel an agent-loop run ended with (else it is extracted from ``text``)."""
+        self.trace: str | None = None
+        """The agent-loop run's trace, relative to the run folder."""
 
     def add(self, response: Any, share: int = 1) -> None:
         self.input_tokens += response.usage.input_tokens + response.usage.cache_read_tokens
@@ -94,10 +97,18 @@ class Generator:
         self.provider = provider
         self.read_skill = read_skill
         self.checker = checker
+        self.run_dir: Path | None = None
+        """The run folder (set by ``run``): agent-loop traces go to its ``traces/``."""
 
     def _one(self, arm: Arm, case: CaseInfo, seed: int, system: str) -> _Sample:
+        """One answer (with a ``read_skill`` tool loop on on-demand arms).
+
+        Agent mode's write cases run the teachers' agent loop instead (``_loop``).
+        """
         from upskills.llm.base import Message, ProviderError
 
+        if self.config.mode == "agent" and case.rung == "write" and self.checker is not None:
+            return self._loop(arm, case, seed)
         out = _Sample()
         messages = [
             Message(role="system", content=system),
@@ -108,7 +119,6 @@ class Generator:
         if arm.uses_tool and arm.skill in self.read_skill:
             spec, handler = self.read_skill[arm.skill]
             tools = [spec]
-        turns = self.config.agent_turns if self.config.mode == "agent" else 1
         reads_left = self.config.max_tool_reads
         try:
             while True:
@@ -116,47 +126,98 @@ class Generator:
                     messages, tools, _params(self.student, self.config, seed)
                 )
                 out.add(response)
-                if response.tool_calls and handler is not None and reads_left > 0:
-                    messages.append(
-                        Message(
-                            role="assistant", content=response.text, tool_calls=response.tool_calls
-                        )
-                    )
-                    for call in response.tool_calls:
-                        reads_left -= 1
-                        if call.name == "read_skill":
-                            try:
-                                result = handler(call.arguments)
-                                # only a read that returned the skill counts as an activation
-                                out.reads.append(str(call.arguments.get("path") or "SKILL.md"))
-                            except Exception as exc:  # noqa: BLE001 - a bad read is the model's error
-                                result = f"error: {exc}"
-                        else:
-                            result = f"error: unknown tool {call.name!r}; only read_skill exists"
-                        messages.append(
-                            Message(
-                                role="tool", content=result, tool_call_id=call.id, name=call.name
-                            )
-                        )
-                    continue
-                turns -= 1
-                if turns <= 0 or self.checker is None:
+                if not (response.tool_calls and handler is not None and reads_left > 0):
                     break
-                kernel = extract_kernel(response.text)
-                verdict = self.checker(case, kernel) if kernel else None
-                if verdict is not None and verdict.passed:
-                    break
-                feedback = load_prompt("student_feedback").render(
-                    stage=getattr(verdict, "stage", "parse"),
-                    error_class=getattr(verdict, "error_class", None) or "no_kernel",
-                    message=(getattr(verdict, "message", "") or "no ```python block with ModelNew")[
-                        :1500
-                    ],
+                messages.append(
+                    Message(role="assistant", content=response.text, tool_calls=response.tool_calls)
                 )
-                messages.append(Message(role="assistant", content=response.text))
-                messages.append(Message(role="user", content=feedback))
+                for call in response.tool_calls:
+                    reads_left -= 1
+                    if call.name == "read_skill":
+                        try:
+                            result = handler(call.arguments)
+                            # only a read that returned the skill counts as an activation
+                            out.reads.append(str(call.arguments.get("path") or "SKILL.md"))
+                        except Exception as exc:  # noqa: BLE001 - a bad read is the model's error
+                            result = f"error: {exc}"
+                    else:
+                        result = f"error: unknown tool {call.name!r}; only read_skill exists"
+                    messages.append(
+                        Message(role="tool", content=result, tool_call_id=call.id, name=call.name)
+                    )
         except ProviderError as exc:
             out.error = str(exc)
+        return out
+
+    def _loop(self, arm: Arm, case: CaseInfo, seed: int) -> _Sample:
+        """The student solves the case's task in the teachers' agent loop, leaving a trace.
+
+        Tools and limits differ from a teacher's run, nothing else: ``agent_turns`` model calls,
+        the arm's block in the skills section of the system prompt (on-demand arms get the
+        pack and ``read_skill``), and the first kernel a check passes is submitted. The
+        sample's kernel is the run's best passing kernel, else the last one it wrote.
+        """
+        from upskills.agent import AgentConfig, run_agent
+        from upskills.llm.base import ProviderError
+        from upskills.trace import read_trace
+        from upskills.trace.attempts import attempts_of
+        from upskills.trace.events import ModelCall, ToolResult
+
+        assert self.checker is not None and self.run_dir is not None
+        key = f"{self.student.name}/{arm.name}/{case.id}/{seed}"  # seed: one per sample index
+        rel = Path("traces") / (hashlib.sha256(key.encode()).hexdigest()[:16] + ".jsonl")
+        path = self.run_dir / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.unlink(missing_ok=True)  # a sample a resume redoes starts a new trace
+        packs = []
+        if arm.uses_tool and arm.skill_path:
+            from upskills.skills.pack import load_pack
+
+            packs = [load_pack(arm.skill_path)]
+        config = AgentConfig(
+            max_turns=self.config.agent_turns,
+            max_tokens=None,
+            max_wall_s=None,
+            device=self.checker.device,
+            params=_params(self.student, self.config, seed),
+            skills_mode="on_demand" if packs else "none",
+            role="student",
+            agent_name=self.student.name,
+            check_seeds=self.config.check_seeds,
+            check_timeout_s=self.config.check_timeout_s,
+            submit_on_pass=True,
+        )
+        out = _Sample()
+        out.trace = rel.as_posix()
+        try:
+            end = run_agent(
+                case.task_def,
+                self.provider,
+                config,
+                path,
+                packs,
+                verifier=self.checker.verifier(),
+                skill_block="" if packs else arm.block,
+            )
+        except ProviderError as exc:  # run_agent records it; the sample is not the student's
+            out.error = str(exc)
+            return out
+        if end.outcome == "error":
+            out.error = end.message
+        trace = read_trace(path)
+        for event in trace.events:
+            if isinstance(event, ModelCall):
+                out.text = event.response_text or out.text
+                out.stop_reason = event.stop_reason
+            elif isinstance(event, ToolResult) and event.tool_name == "read_skill":
+                if event.error is None:  # only a read that returned the skill is an activation
+                    out.reads.append("SKILL.md")
+        attempts = attempts_of(trace.events)
+        last = next((a.kernel_source for a in reversed(attempts) if a.kernel_source), None)
+        out.kernel = end.best_kernel_source or last
+        out.calls = end.totals.turns
+        out.input_tokens, out.output_tokens = end.totals.input_tokens, end.totals.output_tokens
+        out.latency_s = end.totals.duration_s
         return out
 
     def _batch(self, units: Sequence[_Unit]) -> list[list[_Sample]]:
@@ -203,6 +264,7 @@ class Generator:
         units share one batched call, up to the provider's batch size (seeded with the first
         unit's seed); on-demand arms run their tool loop alone with their unit's seed.
         """
+        self.run_dir = Path(path).parent
         # a sample that ended in an infrastructure error is not done: it is retried
         done = {r.key for r in read_records(path, GenerationRecord) if r.error is None}
         written = 0
@@ -308,6 +370,8 @@ class Generator:
         """The kernel a response stands for, by the case's rung (one rule per rung)."""
         if s.error is not None:
             return None
+        if s.kernel is not None:
+            return s.kernel
         if case.rung == "choose":
             return case.kernel_prefix + s.text + "\n" + case.kernel_suffix if s.text else None
         if case.rung == "fill":
@@ -335,6 +399,7 @@ class Generator:
             latency_s=round(s.latency_s, 4),
             calls=s.calls,
             skill_reads=s.reads,
+            trace=s.trace,
             stop_reason=s.stop_reason,
             error=s.error,
         )

@@ -86,6 +86,9 @@ class GenerationRecord(BaseModel):
     """``choose``: index of the candidate line with the highest score."""
     scores: list[float] = Field(default_factory=list)
     """``choose``: summed log-probability (nats) of each candidate line."""
+    trace: str | None = None
+    """Agent mode's write cases: the run's trace (the teachers' event format), relative to the
+    run folder."""
 
 
 class EvaluationRecord(BaseModel):

@@ -4,7 +4,8 @@ It answers from the messages alone, so a resumed run gets exactly the answers an
 one got. An inline skill arm (its system prompt holds a ``<skill`` block that is not the
 placebo's, whose wrapper is the same) and the on-demand arm
 after it read the skill get the known-good kernel of the task; every other arm gets a broken
-kernel (a real Triton kernel with a wrong result). On-demand arms first call ``read_skill``.
+kernel (a real Triton kernel with a wrong result). On-demand arms first call ``read_skill``
+(when it is among the tools offered); the answer is a code block, never another tool call.
 
 For choose cases it scores lines by a fixed rule, not by knowing the answer: with the skill
 inlined, a line that masks (``mask``) scores highest; otherwise the shortest line does.
@@ -90,10 +91,10 @@ def answer(messages: Sequence[Message], tools: Sequence[ToolSpec]) -> ModelRespo
     if delay:
         time.sleep(delay)
     system, user = messages[0].content, messages[1].content
-    found = re.search(r"TASK: (\w+)", user) or re.search(r"Task `(\w+)`", user)
+    found = re.search(r"(?:TASK|# Task): (\w+)", user) or re.search(r"Task `(\w+)`", user)
     task = found.group(1) if found else ""
     read = any(m.role == "tool" and "Skill body" in m.content for m in messages)
-    if tools and not read:
+    if any(t.name == "read_skill" for t in tools) and not read:
         call = ToolCallRequest(id="call-1", name="read_skill", arguments={"name": SKILL_NAME})
         return ModelResponse(tool_calls=[call], stop_reason="tool_use")
     good = has_skill(system) or read
