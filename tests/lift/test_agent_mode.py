@@ -5,14 +5,15 @@ from upskills.lift.runner import run_lift
 from upskills.lift.store import GenerationRecord, read_records
 
 
-def test_feedback_turns(lift_env, replay_registered, tmp_path):
+def _run(lift_env, tmp_path, arms):
+    """Agent mode over the ragged relu case with the replay student (3 turns, CPU)."""
     out = tmp_path / "run"
     config = LiftConfig(
         out=str(out),
         students=[str(lift_env["student"])],
         skills=[str(lift_env["skill"])],
         cases=[str(lift_env["cases"] / "relu-ragged.yaml")],
-        arms=["baseline", "inline"],
+        arms=arms,
         samples=1,
         mode="agent",
         agent_turns=3,
@@ -21,6 +22,11 @@ def test_feedback_turns(lift_env, replay_registered, tmp_path):
         progress=False,
     )
     run_lift(config)
+    return out
+
+
+def test_feedback_turns(lift_env, replay_registered, tmp_path):
+    out = _run(lift_env, tmp_path, ["baseline", "inline"])
     calls = {g.arm: g.calls for g in read_records(out / "generations.jsonl", GenerationRecord)}
     # the broken kernel fails every check: 3 turns; the good one passes at once: 1 turn
     assert calls == {"baseline": 3, "gpu-test-skill@1.0.0": 1}
@@ -36,21 +42,7 @@ def test_students_run_the_teachers_agent_loop_and_leave_traces(
     from upskills.trace.attempts import attempts_of
     from upskills.trace.events import RunEnd, RunStart, ToolResult
 
-    out = tmp_path / "run"
-    config = LiftConfig(
-        out=str(out),
-        students=[str(lift_env["student"])],
-        skills=[str(lift_env["skill"])],
-        cases=[str(lift_env["cases"] / "relu-ragged.yaml")],
-        arms=["baseline", "inline", "on_demand"],
-        samples=1,
-        mode="agent",
-        agent_turns=3,
-        device="cpu",
-        evaluate=False,
-        progress=False,
-    )
-    run_lift(config)
+    out = _run(lift_env, tmp_path, ["baseline", "inline", "on_demand"])
     gens = {g.arm: g for g in read_records(out / "generations.jsonl", GenerationRecord)}
     assert set(gens) == {"baseline", "gpu-test-skill@1.0.0", "gpu-test-skill@1.0.0+read"}
     outcomes = {}
