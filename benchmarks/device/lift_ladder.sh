@@ -14,6 +14,8 @@
 #   call 2 (carry [".gguf-b"]):          bash benchmarks/device/lift_ladder.sh part .gguf-b
 #   call 3 (carry [".whl", ".gguf-c"]):  bash benchmarks/device/lift_ladder.sh run .gguf-c 560
 #   (call 3 again, same carry, resumes an unfinished run: finished samples are never redone)
+#   Other cases: CASES=testcases/ladder-tiling-choose3 RUNGS=choose RUN=name; COMPACT= inlines the
+#   whole SKILL.md instead of its compact variant.
 #
 # Writes $OUT/smollm2-135m-ladder-h200/ (the run folder, report included) and $OUT/*.log.
 set -uo pipefail
@@ -42,10 +44,10 @@ sampling:
 context_tokens: 8192
 batch_size: 32
 YAML
-run=/tmp/smollm2-135m-ladder-h200
+run=/tmp/${RUN:-smollm2-135m-ladder-h200}
 timeout $((budget - 30)) python3 -m upskills lift --students /tmp/smollm2-135m.yaml \
-  --skills skills/gpu-tiling --off-topic skills/gpu-reductions --compact \
-  --cases testcases/ladder-tiling --rungs "${RUNGS:-choose,fill,repair,write}" --samples "${SAMPLES:-3}" \
+  --skills skills/gpu-tiling --off-topic skills/gpu-reductions ${COMPACT---compact} \
+  --cases "${CASES:-testcases/ladder-tiling}" --rungs "${RUNGS:-choose,fill,repair,write}" --samples "${SAMPLES:-3}" \
   --traces traces/corpus-live --device cuda --out "$run" \
   --arms baseline,inline,placebo,off_topic,excerpt > "$OUT/lift_ladder.log" 2>&1
 echo "lift exit: $?"
