@@ -63,3 +63,16 @@ def test_cuda_without_a_gpu_is_a_clear_error(files):
     task, good, _ = files
     res = CliRunner().invoke(main, ["check", str(task), str(good), "--device", "cuda"])
     assert res.exit_code == 2 and "no CUDA GPU" in res.output
+
+
+def test_verdict_messages_do_not_carry_this_machines_paths():
+    import os
+    import sys
+
+    from upskills.verify.verifier import redact_paths
+
+    inside = os.path.join(sys.prefix, "lib", "torch", "nn", "functional.py")
+    home = os.path.join(os.path.expanduser("~"), "work", "kernel.py")
+    text = redact_paths(f"ImportError: cannot import name 'X' ({inside}); see {home}")
+    assert sys.prefix not in text and os.path.expanduser("~") + "/" not in text
+    assert "<python>/lib/torch/nn/functional.py" in text and "~/work/kernel.py" in text

@@ -12,6 +12,7 @@ crash there costs one verdict and nothing else.
 
 from __future__ import annotations
 
+import os
 import re
 import secrets
 import signal
@@ -208,6 +209,7 @@ class Verifier:
         )
         self._judge(verdict, task, source, display, options, seed)
         verdict.duration_s = round(time.monotonic() - start, 3)
+        verdict.message = redact_paths(verdict.message)
         return verdict
 
     def _judge(
@@ -402,6 +404,23 @@ class Verifier:
         """Measure eager and torch.compile baselines of ``task`` in a child (CUDA only)."""
         payload = {"task": task.model_dump(mode="json"), "variant": task.main_variant().name}
         return self.zygote.run("baseline", payload, timeout_s)
+
+
+def redact_paths(text: str) -> str:
+    """This machine's Python prefix and home directory in a message, as ``<python>`` and ``~``.
+
+    Verdict messages quote tracebacks and import errors that name files by where they are, and
+    verdicts are shipped in reports and traces.
+    """
+    import sys
+
+    for root, mark in ((sys.prefix, "<python>"), (sys.base_prefix, "<python>")):
+        if len(root) > 1:
+            text = text.replace(root.rstrip("/") + "/", mark + "/")
+    home = os.path.expanduser("~")
+    if len(home) > 1:
+        text = text.replace(home.rstrip("/") + "/", "~/")
+    return text
 
 
 def check(
