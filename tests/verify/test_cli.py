@@ -73,6 +73,10 @@ def test_verdict_messages_do_not_carry_this_machines_paths():
 
     inside = os.path.join(sys.prefix, "lib", "torch", "nn", "functional.py")
     home = os.path.join(os.path.expanduser("~"), "work", "kernel.py")
-    text = redact_paths(f"ImportError: cannot import name 'X' ({inside}); see {home}")
+    import upskills.verify.judge as judge
+
+    ours = judge.__file__
+    text = redact_paths(f"ImportError: cannot import name 'X' ({inside}); see {home}; at {ours}")
     assert sys.prefix not in text and os.path.expanduser("~") + "/" not in text
     assert "<python>/lib/torch/nn/functional.py" in text and "~/work/kernel.py" in text
+    assert text.endswith("at upskills/verify/judge.py")

@@ -407,13 +407,17 @@ class Verifier:
 
 
 def redact_paths(text: str) -> str:
-    """This machine's Python prefix and home directory in a message, as ``<python>`` and ``~``.
+    """This machine's paths in a message: upskills' package, Python prefix, home directory.
+
+    They become ``upskills/``, ``<python>/`` and ``~/``.
 
     Verdict messages quote tracebacks and import errors that name files by where they are, and
     verdicts are shipped in reports and traces.
     """
     import sys
 
+    package = str(Path(__file__).resolve().parents[1])  # upskills' own files: relative
+    text = text.replace(package.rstrip("/") + "/", "upskills/")
     for root, mark in ((sys.prefix, "<python>"), (sys.base_prefix, "<python>")):
         if len(root) > 1:
             text = text.replace(root.rstrip("/") + "/", mark + "/")
