@@ -711,4 +711,4 @@ def test_a_candidate_that_slows_the_cached_baseline_gains_nothing(add_task, tmp_
     assert not cheat.passed, cheat.message
     assert cheat.speedup_eager is None or cheat.speedup_eager < 10 * honest.speedup_eager
     entry = lookup_baseline(honest.env["gpu"], honest.env["torch"], add_task.hash)
-    assert entry == next(iter(before.entries.values())), "the cache was left poisoned"
+    assert entry == next(iter(before.user.entries.values())), "the cache was left poisoned"

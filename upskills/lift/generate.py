@@ -161,7 +161,7 @@ class Generator:
         from upskills.llm.base import ProviderError
         from upskills.trace import read_trace
         from upskills.trace.attempts import attempts_of
-        from upskills.trace.events import ModelCall, ToolResult
+        from upskills.trace.events import ModelCall, ToolCall, ToolResult
 
         assert self.checker is not None and self.run_dir is not None
         key = f"{self.student.name}/{arm.name}/{case.id}/{seed}"  # seed: one per sample index
@@ -205,13 +205,16 @@ class Generator:
         if end.outcome == "error":
             out.error = end.message
         trace = read_trace(path)
+        asked: dict[str, str] = {}
         for event in trace.events:
             if isinstance(event, ModelCall):
                 out.text = event.response_text or out.text
                 out.stop_reason = event.stop_reason
+            elif isinstance(event, ToolCall) and event.tool_name == "read_skill":
+                asked[event.call_id] = str(event.arguments.get("path") or "SKILL.md")
             elif isinstance(event, ToolResult) and event.tool_name == "read_skill":
                 if event.error is None:  # only a read that returned the skill is an activation
-                    out.reads.append("SKILL.md")
+                    out.reads.append(asked.get(event.call_id, "SKILL.md"))
         attempts = attempts_of(trace.events)
         last = next((a.kernel_source for a in reversed(attempts) if a.kernel_source), None)
         out.kernel = end.best_kernel_source or last

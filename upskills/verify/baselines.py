@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import os
 import time
+from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 from typing import Any, Literal
@@ -83,34 +84,60 @@ def read_baseline_file(path: Path) -> BaselineFile:
         raise ValueError(f"{path}: not a valid baselines file: {exc}") from exc
 
 
-def shipped_baselines() -> BaselineFile:
-    """The baselines shipped with the package."""
+def _package_file() -> Path | None:
+    """Where the package's baselines file lives on disk (None inside a zip)."""
     ref = resources.files("upskills.verify") / "data" / "baselines.json"
-    if not ref.is_file():
-        return BaselineFile()
-    return BaselineFile.model_validate_json(ref.read_text())
+    return ref if isinstance(ref, Path) else None
+
+
+def shipped_path() -> Path | None:
+    """The package's baselines file, when it is a file on disk."""
+    path = _package_file()
+    return path if path is not None and path.is_file() else None
+
+
+def shipped_baselines(text: str | None = None) -> BaselineFile:
+    """The baselines shipped with the package (``text``: that file's text as read earlier)."""
+    if text is None:
+        path = shipped_path()
+        text = path.read_text() if path is not None else ""
+    return BaselineFile.model_validate_json(text) if text else BaselineFile()
+
+
+@dataclass
+class CacheSnapshot:
+    """Both baseline files as a judge read them before a candidate ran.
+
+    Both are files the candidate's process can write (same user; the package's own file too,
+    in a checkout), so a check reads its speedup baselines from this snapshot, not from disk.
+    """
+
+    shipped: str
+    """Text of the package's baselines file ("" when there is none)."""
+    user: BaselineFile
+    """The user cache (empty when missing or malformed)."""
 
 
 def lookup_baseline(
-    gpu: str, torch_version: str, task_hash: str, cached: BaselineFile | None = None
+    gpu: str, torch_version: str, task_hash: str, cached: CacheSnapshot | None = None
 ) -> BaselineEntry | None:
     """The shipped entry for this key, else the user-cached one, else None.
 
-    ``cached``: a snapshot of the user cache taken earlier, read instead of the file as it is now.
+    ``cached``: both files as a snapshot took them earlier, read instead of the files now.
     """
     key = baseline_key(gpu, torch_version, task_hash)
-    entry = shipped_baselines().entries.get(key)
+    entry = shipped_baselines(cached.shipped if cached else None).entries.get(key)
     if entry is not None:
         return entry
     if cached is not None:
-        return cached.entries.get(key)
+        return cached.user.entries.get(key)
     try:
         return read_baseline_file(user_cache_path()).entries.get(key)
     except ValueError:
         return None
 
 
-def snapshot_cache() -> BaselineFile:
+def _user_cache() -> BaselineFile:
     """The user cache as it is now (empty when missing or malformed)."""
     try:
         return read_baseline_file(user_cache_path())
@@ -118,23 +145,37 @@ def snapshot_cache() -> BaselineFile:
         return BaselineFile()
 
 
-def restore_rewritten(before: BaselineFile) -> list[str]:
-    """Put back entries of ``before`` that were changed or removed in the user cache since.
+def snapshot_cache() -> CacheSnapshot:
+    """Both baseline files as they are now."""
+    path = shipped_path()
+    return CacheSnapshot(path.read_text() if path is not None else "", _user_cache())
 
-    Judges only add entries (:func:`store_baseline` runs on a miss), so an entry that changed
-    while a candidate ran was changed by the candidate. Entries added since are kept (another
-    judge may have measured them): a judge reads its snapshot, not them, for the check at hand
-    and re-measures its own misses. Returns the keys put back.
+
+def restore_rewritten(before: CacheSnapshot) -> list[str]:
+    """Put back what changed in either baseline file since ``before``; returns what was put back.
+
+    Nothing but a candidate writes the package's file. Judges only add entries to the user
+    cache (:func:`store_baseline` runs on a miss), so an entry that changed while a candidate
+    ran was changed by the candidate. Entries added since are kept (another judge may have
+    measured them): a judge reads its snapshot, not them, for the check at hand and
+    re-measures its own misses.
     """
-    if not before.entries:
-        return []
-    now = snapshot_cache()
-    changed = [k for k, e in before.entries.items() if now.entries.get(k) != e]
-    if changed:
-        for key in changed:
-            now.entries[key] = before.entries[key]
-        _write(user_cache_path(), now)
-    return changed
+    put_back: list[str] = []
+    path = _package_file()
+    if path is not None and before.shipped:
+        now = path.read_text() if path.is_file() else None
+        if now != before.shipped:
+            path.write_text(before.shipped)
+            put_back.append("the package's baselines.json")
+    if before.user.entries:
+        now = _user_cache()
+        changed = [k for k, e in before.user.entries.items() if now.entries.get(k) != e]
+        if changed:
+            for key in changed:
+                now.entries[key] = before.user.entries[key]
+            _write(user_cache_path(), now)
+        put_back += changed
+    return put_back
 
 
 def store_baseline(entry: BaselineEntry, path: Path | None = None) -> Path:
