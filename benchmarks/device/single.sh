@@ -1,0 +1,79 @@
+#!/usr/bin/env bash
+# One call on a 1-GPU machine (kind nvidia-h200): the stages below one after another, so no two
+# timed jobs ever share the GPU. Each stage is skipped unless its variable is set, and gets what
+# is left of BUDGET_S (default 570) at its start.
+#   ROUND=FILE       a live-corpus round (benchmarks/corpus_live/round.py, WORKERS checks at a time)
+#                    -> $OUT/round.txt, sessions.tgz, cache.tgz
+#   TESTS=1          the GPU test suite (-m gpu): untimed tests with 4 xdist workers, then the
+#                    tests that need a timed verdict one at a time -> $OUT/gpu_tests.log
+#   TESTS="a b"      only these test ids, one at a time
+#   RECHECK=t1,t2    re-check of these tasks' final kernels in fresh `upskills check` processes
+#                    (RECHECK=all: every solved task) -> $OUT/recheck.jsonl
+#   CEILINGS=1       copy and matmul ceilings -> $OUT/ceilings.json
+#   KB_PROBLEMS=N    KernelBench's harness next to upskills' judge (KB_SKIP first skipped)
+#                    -> $OUT/vs_kernelbench.json
+# Carry: .whl, and .kb / .corpus-cache where a stage needs them.
+# Usage: bash benchmarks/device/single.sh [BUDGET_S]
+set -uo pipefail
+source benchmarks/device/setup.sh || exit 1
+budget=${1:-570}
+start=$(date +%s)
+left() { echo $((budget - $(date +%s) + start - ${1:-0})); }
+export UPSKILLS_CACHE_DIR=/tmp/upskills-cache
+mkdir -p "$UPSKILLS_CACHE_DIR"
+[ -d .corpus-cache ] && cp -n .corpus-cache/* "$UPSKILLS_CACHE_DIR/" 2>/dev/null
+
+if [ -n "${ROUND:-}" ]; then
+  # Build the round's CUDA extensions in parallel first (load_inline caches them by name and
+  # source, so the checks find them built); a build that fails here fails again in its check.
+  for f in $(grep -v '^\s*#' "$ROUND" | awk 'NF {print $1}'); do
+    python3 -c "import json,sys; s=json.load(open(sys.argv[1]+'/state.json'))['current_source'] or ''
+if 'load_inline' in s: exec(compile(s, 'warm', 'exec'), {'__name__': 'warm'})" "$f" > /dev/null 2>&1 &
+  done; wait; echo "extensions built at $(( $(date +%s) - start )) s"
+  timeout "$(left 20)" python3 benchmarks/corpus_live/round.py "$ROUND" --out "$OUT" --workers "${WORKERS:-3}"
+  echo "round exit $? at $(( $(date +%s) - start )) s"
+  folders=$(grep -v '^\s*#' "$ROUND" | awk 'NF {print $1}')
+  tar czf "$OUT/sessions.tgz" $folders
+fi
+
+if [ "${TESTS:-}" = 1 ]; then
+  timed=(tests/kernels/test_known_kernels.py::test_good_kernel_passes_on_cuda_and_is_timed
+    tests/verify/test_profile.py tests/verify/test_adversarial.py tests/verify/test_gpu.py
+    tests/agent/test_gpu.py tests/lift/test_gpu.py tests/distill/test_gpu_distill.py)
+  untimed=(tests); for t in "${timed[@]}"; do untimed+=(--deselect "$t"); done
+  par=(-n 4); python3 -c "import xdist" 2>/dev/null || par=()
+  timeout -s INT -k 20 "$(left 200)" python3 -m pytest -m gpu -rfEs -p no:benchmark -p no:cacheprovider \
+    --timeout=120 "${par[@]}" "${untimed[@]}" > "$OUT/gpu_tests.log" 2>&1
+  echo "pytest exit $? (untimed)" >> "$OUT/gpu_tests.log"
+  timeout -s INT -k 20 "$(left 20)" python3 -m pytest -m gpu -rfEs -p no:benchmark -p no:cacheprovider \
+    -p no:xdist --timeout=150 "${timed[@]}" >> "$OUT/gpu_tests.log" 2>&1
+  echo "pytest exit $? (timed, one at a time)" >> "$OUT/gpu_tests.log"
+elif [ -n "${TESTS:-}" ]; then
+  # shellcheck disable=SC2086
+  timeout -s INT -k 20 "$(left 20)" python3 -m pytest -m gpu -rfEs -p no:benchmark -p no:cacheprovider \
+    -p no:xdist --timeout=150 $TESTS > "$OUT/gpu_tests.log" 2>&1
+  echo "pytest exit $?" >> "$OUT/gpu_tests.log"
+fi
+[ -n "${TESTS:-}" ] && grep -E "^(FAILED|ERROR) |[0-9]+ (passed|failed)|pytest exit" "$OUT/gpu_tests.log"
+
+if [ -n "${RECHECK:-}" ]; then
+  sel=(--tasks "$RECHECK"); [ "$RECHECK" = all ] && sel=()
+  timeout "$(left 60)" python3 benchmarks/corpus_live/recheck.py traces/corpus-live --finals "${sel[@]}" \
+    --gpus 0 --warm 3 --out "$OUT/recheck.jsonl" > "$OUT/recheck.log" 2>&1
+  echo "recheck exit $?" >> "$OUT/recheck.log"; tail -4 "$OUT/recheck.log"
+fi
+
+if [ "${CEILINGS:-0}" = 1 ]; then
+  timeout 90 python3 benchmarks/device/ceilings.py --out "$OUT/ceilings.json"; echo "ceilings exit $?"
+fi
+
+if [ -n "${KB_PROBLEMS:-}" ] && [ "$(left 15)" -gt 90 ]; then
+  timeout -k 10 "$(left 15)" python3 benchmarks/verifier_vs_kernelbench.py --kernelbench .kb \
+    --out "$OUT/vs_kernelbench.json" --kb-skip "${KB_SKIP:-0}" --kb-problems "$KB_PROBLEMS" \
+    > "$OUT/vs_kernelbench.log" 2>&1
+  echo "vs_kernelbench exit $?" >> "$OUT/vs_kernelbench.log"; tail -16 "$OUT/vs_kernelbench.log"
+fi
+
+tar czf "$OUT/cache.tgz" -C "$UPSKILLS_CACHE_DIR" .
+echo "done at $(( $(date +%s) - start )) s"
+exit 0
