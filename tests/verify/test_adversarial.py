@@ -11,6 +11,10 @@ only exist there (side streams in CUDA C++, results that change when timed).
 
 from __future__ import annotations
 
+import shutil
+import tempfile
+from pathlib import Path
+
 import pytest
 
 from tests.verify.conftest import GOOD_ADD, GOOD_ROW_SUM, make_task
@@ -693,15 +697,16 @@ POISON_BASELINES = GOOD_ADD + (
 
 
 @pytest.mark.gpu
-def test_a_candidate_that_slows_the_cached_baseline_gains_nothing(add_task, tmp_path, monkeypatch):
+def test_a_candidate_that_slows_the_cached_baseline_gains_nothing(add_task, request, monkeypatch):
     """The baseline cache is a file the candidate's process can write: a baseline made 1000x
     slower would make any kernel 1000x faster. Found on the H200 when an attack of this
     catalogue overwrote a corpus round's cache; the judge reads the cache as it was before the
     candidate ran, and puts rewritten entries back."""
     from upskills.verify.baselines import lookup_baseline, snapshot_cache
 
-    cache = tmp_path / "cache"  # under the temp dir, where the attack looks
-    cache.mkdir()
+    # one level under the temp dir, where the attack looks (pytest's tmp_path is deeper)
+    cache = Path(tempfile.mkdtemp(prefix="upskills-poison-"))
+    request.addfinalizer(lambda: shutil.rmtree(cache, ignore_errors=True))
     monkeypatch.setenv("UPSKILLS_CACHE_DIR", str(cache))
     with Verifier("cuda", CheckOptions(seeds=1, timeout_s=300)) as verifier:
         honest = verifier.check(add_task, GOOD_ADD)
@@ -709,6 +714,7 @@ def test_a_candidate_that_slows_the_cached_baseline_gains_nothing(add_task, tmp_
         before = snapshot_cache()
         cheat = verifier.check(add_task, POISON_BASELINES)
     assert not cheat.passed, cheat.message
+    assert cheat.guard == "baseline_cache", cheat.message
     assert cheat.speedup_eager is None or cheat.speedup_eager < 10 * honest.speedup_eager
     entry = lookup_baseline(honest.env["gpu"], honest.env["torch"], add_task.hash)
     assert entry == next(iter(before.user.entries.values())), "the cache was left poisoned"
