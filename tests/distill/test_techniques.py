@@ -139,3 +139,34 @@ def test_atomic_updates_found_in_triton_and_cuda():
     assert "atomic_update" not in analyze_kernel(ROW_SUM_MASKED)
     cuda = 'src = """__global__ void h(int* o, const int* x) { atomicAdd(&o[x[0]], 1); }"""\n'
     assert "atomic_update" in analyze_kernel(cuda)
+
+
+CLUSTER_ROW = '''
+from torch.utils.cpp_extension import load_inline
+SRC = """
+#include <cooperative_groups.h>
+namespace cg = cooperative_groups;
+__global__ void __cluster_dims__(8, 1, 1) row_sum(const float* x, float* y, long n) {
+  __shared__ float part;
+  cg::cluster_group cluster = cg::this_cluster();
+  if (threadIdx.x == 0) part = x[blockIdx.x];
+  cluster.sync();
+  if (threadIdx.x < 8) {
+    const float* peer = cluster.map_shared_rank(&part, threadIdx.x);
+    y[blockIdx.x * 8 + threadIdx.x] = *peer;
+  }
+  cluster.sync();
+}
+"""
+'''
+
+
+def test_a_peer_shared_memory_read_is_the_cluster_finding():
+    found = analyze_kernel(CLUSTER_ROW)
+    assert "map_shared_rank" in found["thread_block_cluster"].code
+    declared_only = CLUSTER_ROW.replace("cluster.map_shared_rank(&part, threadIdx.x)", "&part")
+    assert "__cluster_dims__" in analyze_kernel(declared_only)["thread_block_cluster"].code
+    plain = declared_only.replace("__cluster_dims__(8, 1, 1) ", "").replace(
+        "cg::cluster_group cluster = cg::this_cluster();", ""
+    )
+    assert "thread_block_cluster" not in analyze_kernel(plain)

@@ -681,10 +681,8 @@ def test_a_host_bound_kernel_is_timed_through_a_cuda_graph(add_task):
 
 
 POISON_BASELINES = GOOD_ADD + (
-    "\nimport glob, json, pathlib, tempfile\n"
-    "_home = str(pathlib.Path.home() / '.cache' / '*' / 'baselines.json')\n"
-    "_tmp = tempfile.gettempdir() + '/*/baselines.json'\n"
-    "for _path in glob.glob(_home) + glob.glob(_tmp):\n"
+    "\nimport glob, json, tempfile\n"
+    "for _path in glob.glob(tempfile.gettempdir() + '/*/baselines.json'):\n"
     "    try:\n"
     "        _data = json.loads(open(_path).read())\n"
     "        for _entry in _data['entries'].values():\n"

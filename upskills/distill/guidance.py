@@ -70,6 +70,15 @@ LOWERING: dict[str, str] = {
         "`__syncthreads()` before using the next buffer. In Triton, `num_stages` >= 2 on the "
         "loop around `tl.dot` asks the compiler for the same pipeline."
     ),
+    "thread_block_cluster": (
+        "A 1.5 MiB softmax row does not fit one SM's 228 KiB of shared memory, so a two-pass "
+        "kernel reads it twice (about two thirds of copy bandwidth at best). A cluster of 8 CTAs "
+        "(`__cluster_dims__(8, 1, 1)`, or 16 with `cudaFuncAttributeNonPortableClusterSizeAllowed` "
+        "and `cudaLaunchKernelEx`) holds it: reduce each slice, `cluster.sync()`, read the peers' "
+        "partials through `cluster.map_shared_rank(ptr, rank)`, `cluster.sync()` again, then "
+        "write each slice from shared memory. One CTA per SM leaves the SM idle during the "
+        "reduce and the barriers: measure the achieved bandwidth, not just the read count."
+    ),
     "tiling": (
         "Each block owns an output tile and walks K through shared memory. Tensor cores are "
         "reached in CUDA through WMMA (`wmma::load_matrix_sync`, `wmma::mma_sync` on 16x16x16 "

@@ -47,6 +47,7 @@ MARKERS: dict[str, re.Pattern[str]] = {
         "shared_memory": r"__shared__",
         "smem_padding": r"\+\s*(?:1|PAD\w*)\s*\]",
         "async_copy": r"cp\.async|cp_async|memcpy_async",
+        "thread_block_cluster": r"map_shared_rank|this_cluster|cluster\.sync",
         "launch_config": r"num_warps|num_stages|next_power_of_2|cdiv|<<<|__launch_bounds__",
         "autotune": r"autotune",
     }.items()

@@ -92,6 +92,16 @@ TECHNIQUES: dict[str, TechniqueInfo] = {
         "When the row does not fit one block, the running sum is rescaled by "
         "`exp(m_old - m_new)` at every step.",
     ),
+    "thread_block_cluster": TechniqueInfo(
+        "Rows held on chip by a thread-block cluster",
+        "reductions",
+        "When a row is too long for one SM (a reduction then an elementwise pass over it), hold "
+        "it in the shared memory of a cluster of CTAs (sm90): each CTA keeps its slice, the "
+        "partial results are read from peers' shared memory (`cluster.map_shared_rank`), and the "
+        "row is read from DRAM once instead of twice.",
+        "Peers' shared memory is read only between two `cluster.sync()`s, and no CTA exits while "
+        "a peer may still read it (a last `cluster.sync()`).",
+    ),
     "fp32_accumulation": TechniqueInfo(
         "fp32 accumulation",
         "reductions",
@@ -416,6 +426,9 @@ _CUDA_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
     ),
     ("strided_access", re.compile(r"threadIdx\.x\s*\*\s*\w+|\w+\s*\*\s*stride")),
     ("async_copy", re.compile(r"cp\.async|__pipeline_memcpy_async|\bmemcpy_async\b")),
+    # a read of a peer's shared memory is the finding; the cluster's declaration otherwise
+    ("thread_block_cluster", re.compile(r"\bmap_shared_rank\b")),
+    ("thread_block_cluster", re.compile(r"\bthis_cluster\s*\(|__cluster_dims__")),
     ("launch_config", re.compile(r"<<<")),
     ("launch_config", re.compile(r"__launch_bounds__")),
 )

@@ -1,17 +1,19 @@
-# Verified kernel for task `rmsnorm_fp16` (task hash dd6d1c7e53a6e29f), from trace dfb1ef3231a44360aa3b8e09383059b7.
-# Measured: 11.82x eager, 0.93x torch.compile on NVIDIA H200.
+# Verified kernel for task `rmsnorm_fp16` (task hash dd6d1c7e53a6e29f), from trace 99623f2493db4dbb9b805b8821cf588a.
+# Measured: 13.05x eager, 1.03x torch.compile on NVIDIA H200.
 # Check it: upskills check rmsnorm_fp16 scripts/rmsnorm_fp16_kernel.py
 import torch
 import torch.nn as nn
 from torch.utils.cpp_extension import load_inline
 
-# RMSNorm, fp16 [M, N] in and out, fp32 math. One 256-thread block per row; 128-bit loads of
-# 8 halves (uint4 viewed as 4 __half2) when N % 8 == 0 and the pointers are aligned, sum of
-# squares in fp32 reduced with __shfl_xor_sync then across warps in shared memory; the row is
-# read a second time for the output (it is 16 KiB: still in L1/L2). Zero rows give 0 (eps).
+# RMSNorm, fp16 [M, N] in and out, fp32 math, the row read once: each of a CTA's 256 threads
+# keeps its up to 4 x 16-byte chunks of the row (N <= 8192) in registers from the sum of squares
+# to the output, and loads its weight chunks before the block reduction so they arrive while
+# the barrier waits. Other shapes (N > 8192, N % 8 != 0, unaligned pointers) take the
+# two-pass kernel of the first session.
 _CUDA = r"""
 #include <torch/extension.h>
 #include <ATen/cuda/CUDAContext.h>
+#include <c10/cuda/CUDAException.h>
 #include <cuda_fp16.h>
 #include <cstdint>
 
@@ -21,44 +23,83 @@ __device__ __forceinline__ float warp_sum(float v) {
     return v;
 }
 
-__global__ void rmsnorm_h2(const __half* __restrict__ x, const __half* __restrict__ w, __half* __restrict__ y,
-                           int64_t n, float eps, bool vec) {
-    __shared__ float red[32];
-    const __half* row = x + (int64_t)blockIdx.x * n;
-    __half* out = y + (int64_t)blockIdx.x * n;
-    int64_t n8 = vec ? n / 8 : 0;
-    float q = 0.f;
-    for (int64_t k = threadIdx.x; k < n8; k += blockDim.x) {
-        uint4 u = reinterpret_cast<const uint4*>(row)[k];
-        const __half2* h = reinterpret_cast<const __half2*>(&u);
-        #pragma unroll
-        for (int j = 0; j < 4; ++j) { float2 f = __half22float2(h[j]); q += f.x * f.x + f.y * f.y; }
-    }
-    for (int64_t i = n8 * 8 + threadIdx.x; i < n; i += blockDim.x) { float f = __half2float(row[i]); q += f * f; }
-    int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nw = blockDim.x >> 5;
+__device__ __forceinline__ float block_sum(float q, float* red) {
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nw = blockDim.x >> 5;
     q = warp_sum(q);
     if (lane == 0) red[warp] = q;
     __syncthreads();
     if (warp == 0) {
         float t = lane < nw ? red[lane] : 0.f;
         t = warp_sum(t);
-        if (lane == 0) red[0] = t;
+        if (lane == 0) red[32] = t;
     }
     __syncthreads();
-    const float r = rsqrtf(red[0] / (float)n + eps);
-    for (int64_t k = threadIdx.x; k < n8; k += blockDim.x) {
-        uint4 u = reinterpret_cast<const uint4*>(row)[k];
-        uint4 wu = reinterpret_cast<const uint4*>(w)[k];
-        __half2* h = reinterpret_cast<__half2*>(&u);
-        const __half2* wh = reinterpret_cast<const __half2*>(&wu);
-        #pragma unroll
-        for (int j = 0; j < 4; ++j) {
-            float2 f = __half22float2(h[j]);
-            float2 g = __half22float2(wh[j]);
-            h[j] = __floats2half2_rn(f.x * r * g.x, f.y * r * g.y);
-        }
-        reinterpret_cast<uint4*>(out)[k] = u;
+    return red[32];
+}
+
+__device__ __forceinline__ float sumsq8(uint4 u) {
+    const __half2* h = reinterpret_cast<const __half2*>(&u);
+    float q = 0.f;
+    #pragma unroll
+    for (int j = 0; j < 4; ++j) { float2 f = __half22float2(h[j]); q = fmaf(f.x, f.x, fmaf(f.y, f.y, q)); }
+    return q;
+}
+
+__device__ __forceinline__ uint4 scale8(uint4 u, uint4 wu, float r) {
+    __half2* h = reinterpret_cast<__half2*>(&u);
+    const __half2* wh = reinterpret_cast<const __half2*>(&wu);
+    #pragma unroll
+    for (int j = 0; j < 4; ++j) {
+        float2 f = __half22float2(h[j]);
+        float2 g = __half22float2(wh[j]);
+        h[j] = __floats2half2_rn(f.x * r * g.x, f.y * r * g.y);
     }
+    return u;
+}
+
+// One row per 256-thread CTA; chunk k = threadIdx.x + v * 256 of the row's n / 8 chunks.
+template <int V>
+__global__ void __launch_bounds__(256) rmsnorm_regs(const __half* __restrict__ x, const __half* __restrict__ w,
+                                                    __half* __restrict__ y, int64_t n, float eps) {
+    __shared__ float red[33];
+    const int64_t n8 = n / 8;
+    const uint4* row = reinterpret_cast<const uint4*>(x + (int64_t)blockIdx.x * n);
+    uint4* out = reinterpret_cast<uint4*>(y + (int64_t)blockIdx.x * n);
+    const uint4* w8 = reinterpret_cast<const uint4*>(w);
+    uint4 u[V], wu[V];
+    #pragma unroll
+    for (int v = 0; v < V; ++v) {
+        const int64_t k = threadIdx.x + (int64_t)v * 256;
+        u[v] = k < n8 ? row[k] : make_uint4(0u, 0u, 0u, 0u);
+    }
+    #pragma unroll
+    for (int v = 0; v < V; ++v) {
+        const int64_t k = threadIdx.x + (int64_t)v * 256;
+        wu[v] = k < n8 ? w8[k] : make_uint4(0u, 0u, 0u, 0u);
+    }
+    float q = 0.f;
+    #pragma unroll
+    for (int v = 0; v < V; ++v) q += sumsq8(u[v]);
+    const float r = rsqrtf(block_sum(q, red) / (float)n + eps);
+    #pragma unroll
+    for (int v = 0; v < V; ++v) {
+        const int64_t k = threadIdx.x + (int64_t)v * 256;
+        if (k < n8) out[k] = scale8(u[v], wu[v], r);
+    }
+}
+
+__global__ void rmsnorm_two_pass(const __half* __restrict__ x, const __half* __restrict__ w, __half* __restrict__ y,
+                                 int64_t n, float eps, bool vec) {
+    __shared__ float red[33];
+    const __half* row = x + (int64_t)blockIdx.x * n;
+    __half* out = y + (int64_t)blockIdx.x * n;
+    const int64_t n8 = vec ? n / 8 : 0;
+    float q = 0.f;
+    for (int64_t k = threadIdx.x; k < n8; k += blockDim.x) q += sumsq8(reinterpret_cast<const uint4*>(row)[k]);
+    for (int64_t i = n8 * 8 + threadIdx.x; i < n; i += blockDim.x) { float f = __half2float(row[i]); q += f * f; }
+    const float r = rsqrtf(block_sum(q, red) / (float)n + eps);
+    for (int64_t k = threadIdx.x; k < n8; k += blockDim.x)
+        reinterpret_cast<uint4*>(out)[k] = scale8(reinterpret_cast<const uint4*>(row)[k], reinterpret_cast<const uint4*>(w)[k], r);
     for (int64_t i = n8 * 8 + threadIdx.x; i < n; i += blockDim.x)
         out[i] = __float2half_rn(__half2float(row[i]) * r * __half2float(w[i]));
 }
@@ -74,14 +115,20 @@ torch::Tensor rmsnorm_fwd(torch::Tensor x, torch::Tensor w, double eps) {
     auto wp = reinterpret_cast<const __half*>(wc.data_ptr<at::Half>());
     auto yp = reinterpret_cast<__half*>(y.data_ptr<at::Half>());
     uintptr_t bits = reinterpret_cast<uintptr_t>(xp) | reinterpret_cast<uintptr_t>(wp) | reinterpret_cast<uintptr_t>(yp);
-    bool vec = (n % 8 == 0) && ((bits & 15) == 0);
-    rmsnorm_h2<<<(unsigned)m, 256, 0, at::cuda::getCurrentCUDAStream()>>>(xp, wp, yp, n, (float)eps, vec);
+    const bool vec = (n % 8 == 0) && ((bits & 15) == 0);
+    auto st = at::cuda::getCurrentCUDAStream();
+    const int64_t n8 = n / 8;
+    if (vec && n8 <= 256) rmsnorm_regs<1><<<(unsigned)m, 256, 0, st>>>(xp, wp, yp, n, (float)eps);
+    else if (vec && n8 <= 512) rmsnorm_regs<2><<<(unsigned)m, 256, 0, st>>>(xp, wp, yp, n, (float)eps);
+    else if (vec && n8 <= 1024) rmsnorm_regs<4><<<(unsigned)m, 256, 0, st>>>(xp, wp, yp, n, (float)eps);
+    else rmsnorm_two_pass<<<(unsigned)m, 256, 0, st>>>(xp, wp, yp, n, (float)eps, vec);
+    C10_CUDA_KERNEL_LAUNCH_CHECK();
     return y;
 }
 """
 
 _ext = load_inline(
-    name="corpus_rmsnorm_fp16_h2",
+    name="corpus_rmsnorm_fp16_regs",
     cpp_sources="torch::Tensor rmsnorm_fwd(torch::Tensor x, torch::Tensor w, double eps);",
     cuda_sources=_CUDA,
     functions=["rmsnorm_fwd"],
