@@ -55,7 +55,9 @@ if [ -n "${KB_PROBLEMS:-}" ] && [ "$(left 15)" -gt 90 ]; then
 fi
 
 # Last: an attack in the adversarial tests rewrites every /tmp/*/baselines.json it finds (the
-# judge guards only its own cache), so no timed stage may follow the tests in one call.
+# judge guards only its own cache), so no timed stage may follow the tests in one call, and the
+# cache goes back before they run.
+tar czf "$OUT/cache.tgz" -C "$UPSKILLS_CACHE_DIR" .
 if [ "${TESTS:-}" = 1 ]; then
   timed=(tests/kernels/test_known_kernels.py::test_good_kernel_passes_on_cuda_and_is_timed
     tests/verify/test_profile.py tests/verify/test_adversarial.py tests/verify/test_gpu.py
@@ -76,6 +78,5 @@ elif [ -n "${TESTS:-}" ]; then
 fi
 [ -n "${TESTS:-}" ] && grep -E "^(FAILED|ERROR) |[0-9]+ (passed|failed)|pytest exit" "$OUT/gpu_tests.log"
 
-tar czf "$OUT/cache.tgz" -C "$UPSKILLS_CACHE_DIR" .
 echo "done at $(( $(date +%s) - start )) s"
 exit 0
