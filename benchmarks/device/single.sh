@@ -9,6 +9,8 @@
 #   CEILINGS=1       copy and matmul ceilings -> $OUT/ceilings.json
 #   KB_PROBLEMS=N    KernelBench's harness next to upskills' judge (KB_SKIP first skipped)
 #                    -> $OUT/vs_kernelbench.json
+#   PROBE=1          can a process of another user map the judge's GPU memory (VMM, POSIX fd)?
+#                    -> $OUT/cross_user_probe.txt
 #   TESTS=1          the GPU test suite (-m gpu): untimed tests with 4 xdist workers, then the
 #                    tests that need a timed verdict one at a time -> $OUT/gpu_tests.log
 #   TESTS="a b"      only these test ids, one at a time
@@ -52,6 +54,11 @@ if [ -n "${KB_PROBLEMS:-}" ] && [ "$(left 15)" -gt 90 ]; then
     --out "$OUT/vs_kernelbench.json" --kb-skip "${KB_SKIP:-0}" --kb-problems "$KB_PROBLEMS" \
     > "$OUT/vs_kernelbench.log" 2>&1
   echo "vs_kernelbench exit $?" >> "$OUT/vs_kernelbench.log"; tail -16 "$OUT/vs_kernelbench.log"
+fi
+
+if [ "${PROBE:-0}" = 1 ]; then
+  timeout 120 python3 benchmarks/verifier_v2/cross_user_cuda_probe.py > "$OUT/cross_user_probe.txt" 2>&1
+  tail -3 "$OUT/cross_user_probe.txt"
 fi
 
 # Last: an attack in the adversarial tests rewrites every /tmp/*/baselines.json it finds (the
