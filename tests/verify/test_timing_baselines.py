@@ -92,26 +92,33 @@ def test_rewritten_entries_are_put_back_and_added_ones_kept(tmp_path, monkeypatc
 def test_the_packages_own_baselines_file_is_read_from_the_snapshot_and_put_back(
     tmp_path, monkeypatch
 ):
-    """The shipped file sits in the checkout, writable by the candidate's user like the cache."""
+    """The shipped file sits in the checkout, writable by the candidate's user like the cache:
+    speedups read the text snapshotted before the candidate ran, and the package guard puts
+    the file back with the rest of the package."""
     import upskills.verify.baselines as baselines
+    from upskills.verify.package_guard import PackageSnapshot
 
-    shipped = tmp_path / "baselines.json"
+    shipped = tmp_path / "data" / "baselines.json"
+    shipped.parent.mkdir()
     honest = BaselineEntry(task="t", task_hash="abc", gpu="G", torch="2.11", eager=_timing(2.0))
     key = baseline_key("G", "2.11", "abc")
     shipped.write_text(json.dumps({"entries": {key: honest.model_dump(mode="json")}}))
     monkeypatch.setattr(baselines, "_package_file", lambda: shipped)
     monkeypatch.setenv("UPSKILLS_CACHE_DIR", str(tmp_path / "cache"))
+    package = PackageSnapshot(tmp_path)
+    package.refresh()
     before = snapshot_cache()
     data = json.loads(shipped.read_text())
     data["entries"][key]["eager"]["median_ms"] = 2000.0  # the candidate's edit
     shipped.write_text(json.dumps(data))
     seen = lookup_baseline("G", "2.11", "abc", before)
     assert seen is not None and seen.eager is not None and seen.eager.median_ms == 2.0
-    assert restore_rewritten(before) == ["the package's baselines.json"]
+    assert restore_rewritten(before) == []  # the user cache: untouched
+    assert package.put_back() == ["data/baselines.json"]
     again = lookup_baseline("G", "2.11", "abc")
     assert again is not None and again.eager is not None and again.eager.median_ms == 2.0
     shipped.unlink()  # deleting it is put back too
-    assert restore_rewritten(before) == ["the package's baselines.json"] and shipped.is_file()
+    assert package.put_back() == ["data/baselines.json"] and shipped.is_file()
 
 
 def test_malformed_cache_file_is_named(tmp_path):

@@ -152,21 +152,15 @@ def snapshot_cache() -> CacheSnapshot:
 
 
 def restore_rewritten(before: CacheSnapshot) -> list[str]:
-    """Put back what changed in either baseline file since ``before``; returns what was put back.
+    """Put back the user-cache entries that changed since ``before``; returns their keys.
 
-    Nothing but a candidate writes the package's file. Judges only add entries to the user
-    cache (:func:`store_baseline` runs on a miss), so an entry that changed while a candidate
-    ran was changed by the candidate. Entries added since are kept (another judge may have
-    measured them): a judge reads its snapshot, not them, for the check at hand and
-    re-measures its own misses.
+    Judges only add entries to the user cache (:func:`store_baseline` runs on a miss), so an
+    entry that changed while a candidate ran was changed by the candidate. Entries added since
+    are kept (another judge may have measured them): a judge reads its snapshot, not them, for
+    the check at hand and re-measures its own misses. The package's own file is put back with
+    the rest of the package (:mod:`upskills.verify.package_guard`).
     """
     put_back: list[str] = []
-    path = _package_file()
-    if path is not None and before.shipped:
-        now = path.read_text() if path.is_file() else None
-        if now != before.shipped:
-            path.write_text(before.shipped)
-            put_back.append("the package's baselines.json")
     if before.user.entries:
         now = _user_cache()
         changed = [k for k, e in before.user.entries.items() if now.entries.get(k) != e]

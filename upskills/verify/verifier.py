@@ -16,6 +16,7 @@ import os
 import re
 import secrets
 import signal
+import sys
 import threading
 import time
 from pathlib import Path
@@ -28,6 +29,7 @@ from upskills.tasks.model import Task
 from upskills.verify.baselines import restore_rewritten, snapshot_cache
 from upskills.verify.judge import JudgeJob, JudgeResult
 from upskills.verify.options import CheckOptions
+from upskills.verify.package_guard import PackageSnapshot
 from upskills.verify.sandbox import JobOutcome, Zygote
 from upskills.verify.static import parse_candidate, static_guards
 from upskills.verify.static_races import race_notes
@@ -129,6 +131,8 @@ class Verifier:
         self.options = options or CheckOptions()
         self._zygote: Zygote | None = None
         self._candidates: Zygote | None = None
+        self.package = PackageSnapshot()
+        """upskills' own files, compared and put back after every candidate."""
 
     def __enter__(self) -> Verifier:
         return self
@@ -276,6 +280,7 @@ class Verifier:
             box["outcome"] = self.candidates.run("candidate", cand_payload, options.timeout_s + 5)
 
         cache_before = snapshot_cache() if self.device == "cuda" else None
+        self.package.refresh()
         thread = threading.Thread(target=run_candidate, daemon=True)
         thread.start()
         outcome = self.zygote.run("judge", job.model_dump(mode="json"), options.timeout_s + 30)
@@ -285,10 +290,31 @@ class Verifier:
             self.candidates.stop_child(dump_first=True)
             thread.join(timeout=30.0)
         self._apply(verdict, outcome, box.get("outcome"), display, options)
+        self._package_guard(verdict, display)
         if cache_before is not None:
             self._cache_guard(verdict, cache_before, display)
         if verdict.passed and verdict.timing is not None and options.baselines:
             self._speedups(verdict, task, cache_before)
+
+    def _package_guard(self, verdict: Verdict, display: str) -> None:
+        """A candidate that rewrote upskills' own files fails, and the files are put back."""
+        touched = self.package.put_back()
+        if not touched:
+            return
+        names = ", ".join(f"upskills/{t}" for t in touched[:5])
+        more = f" and {len(touched) - 5} more" if len(touched) > 5 else ""
+        print(
+            f"upskills: {names}{more} changed while a candidate ran: restored as they were "
+            f"(added files removed)",
+            file=sys.stderr,
+        )
+        verdict.passed = False
+        verdict.error_class, verdict.stage = ErrorClass.GUARD, VerdictStage.GUARDS
+        verdict.guard = "package_files"
+        verdict.message = (
+            f"{display}: upskills' own files were changed while the candidate ran ({names}{more}); "
+            f"restored as they were"
+        )
 
     def _cache_guard(self, verdict: Verdict, before: Any, display: str) -> None:
         """A candidate that rewrote the baseline cache fails, and the entries are put back."""
@@ -414,8 +440,6 @@ def redact_paths(text: str) -> str:
     Verdict messages quote tracebacks and import errors that name files by where they are, and
     verdicts are shipped in reports and traces.
     """
-    import sys
-
     package = str(Path(__file__).resolve().parents[1])  # upskills' own files: relative
     text = text.replace(package.rstrip("/") + "/", "upskills/")
     for root, mark in ((sys.prefix, "<python>"), (sys.base_prefix, "<python>")):
