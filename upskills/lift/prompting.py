@@ -25,8 +25,14 @@ def prompt_hash(system: str, user: str) -> str:
 
 
 def prompt_hashes() -> dict[str, str]:
-    """Hashes of the package prompts a lift run uses."""
-    names = ("student_system", "student_skill_on_demand", "student_placebo", "student_feedback")
+    """Hashes of the package prompts a lift run uses (agent mode's write cases: the loop's)."""
+    names = (
+        "student_system",
+        "student_skill_on_demand",
+        "student_placebo",
+        "teacher_system",
+        "teacher_task",
+    )
     return {name: load_prompt(name).sha256 for name in names}
 
 
