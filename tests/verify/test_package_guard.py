@@ -107,3 +107,18 @@ def test_a_candidate_that_plants_a_module_in_the_judge_fails_and_the_file_goes(
     assert not verdict.passed and verdict.guard == "package_files", verdict.message
     assert "_planted_by_candidate.py" in verdict.message
     assert not planted.exists()
+
+
+def test_a_source_made_read_only_is_still_put_back(tmp_path):
+    _tree(tmp_path)
+    snap = PackageSnapshot(tmp_path)
+    snap.refresh()
+    judge = tmp_path / "verify" / "judge.py"
+    judge.write_text("def judge():\n    return 'pass'\n")
+    judge.chmod(0o444)
+    (tmp_path / "verify").chmod(0o555)
+    try:
+        assert snap.put_back() == ["verify/judge.py"]
+        assert judge.read_text().endswith("'honest'\n")
+    finally:
+        (tmp_path / "verify").chmod(0o755)

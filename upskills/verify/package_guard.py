@@ -56,18 +56,20 @@ class PackageSnapshot:
     root: Path = field(default_factory=package_root)
     stats: dict[str, tuple[int, int]] = field(default_factory=dict[str, tuple[int, int]])
     content: dict[str, bytes] = field(default_factory=dict[str, bytes])
+    unrestored: set[str] = field(default_factory=set[str])
+    """Files a put-back failed on: their content here is not replaced by what is on disk."""
 
     def refresh(self) -> None:
         """Take the tree as it is now (before a candidate runs); re-read only what changed."""
         now = _scan(self.root)
         for rel, stat in now.items():
-            if _is_bytecode(rel) or self.stats.get(rel) == stat:
+            if _is_bytecode(rel) or rel in self.unrestored or self.stats.get(rel) == stat:
                 continue
             try:
                 self.content[rel] = (self.root / rel).read_bytes()
             except OSError:
                 now.pop(rel, None)
-        for rel in set(self.content) - set(now):
+        for rel in set(self.content) - set(now) - self.unrestored:
             del self.content[rel]
         self.stats = now
 
@@ -78,16 +80,29 @@ class PackageSnapshot:
         for rel in sorted(set(now) | set(self.stats)):
             if now.get(rel) == self.stats.get(rel):
                 continue
-            path = self.root / rel
-            if _is_bytecode(rel):
-                if rel in now:  # added or rewritten: Python makes it again from the source
-                    path.unlink(missing_ok=True)
-                continue
-            touched.append(rel)
-            if path.is_symlink() or rel not in self.content:
-                path.unlink(missing_ok=True)  # never write through a planted link
-            if rel in self.content:
-                path.parent.mkdir(parents=True, exist_ok=True)
-                path.write_bytes(self.content[rel])
+            try:
+                self._undo(rel, rel in now)
+                self.unrestored.discard(rel)
+            except OSError as exc:
+                if _is_bytecode(rel):
+                    continue
+                self.unrestored.add(rel)  # its good content stays the reference
+                rel = f"{rel} (could not be put back: {exc.strerror})"
+            if not _is_bytecode(rel):
+                touched.append(rel)
         self.refresh()
         return touched
+
+    def _undo(self, rel: str, exists: bool) -> None:
+        path = self.root / rel
+        if _is_bytecode(rel):
+            if exists:  # added or rewritten: Python makes it again from the source
+                path.unlink(missing_ok=True)
+            return
+        if path.parent.is_dir() and not os.access(path.parent, os.W_OK):
+            path.parent.chmod(0o755)  # a candidate of this user can take the write bit away
+        # unlinked first: never written through a planted link, nor stopped by a file's mode
+        path.unlink(missing_ok=True)
+        if rel in self.content:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_bytes(self.content[rel])
