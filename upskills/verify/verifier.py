@@ -308,12 +308,11 @@ class Verifier:
             f"(added files removed)",
             file=sys.stderr,
         )
-        verdict.passed = False
-        verdict.error_class, verdict.stage = ErrorClass.GUARD, VerdictStage.GUARDS
-        verdict.guard = "package_files"
-        verdict.message = (
-            f"{display}: upskills' own files were changed while the candidate ran ({names}{more}); "
-            f"restored as they were"
+        _fail_guard(
+            verdict,
+            "package_files",
+            f"{display}: upskills' own files were changed while the candidate ran "
+            f"({names}{more}); restored as they were",
         )
 
     def _cache_guard(self, verdict: Verdict, before: Any, display: str) -> None:
@@ -321,12 +320,11 @@ class Verifier:
         put_back = restore_rewritten(before)
         if not put_back:
             return
-        verdict.passed = False
-        verdict.error_class, verdict.stage = ErrorClass.GUARD, VerdictStage.GUARDS
-        verdict.guard = "baseline_cache"
-        verdict.message = (
+        _fail_guard(
+            verdict,
+            "baseline_cache",
             f"{display}: the verifier's baseline cache was rewritten while the candidate ran "
-            f"({len(put_back)} entr{'y' if len(put_back) == 1 else 'ies'} put back)"
+            f"({len(put_back)} entr{'y' if len(put_back) == 1 else 'ies'} put back)",
         )
 
     def _apply(
@@ -430,6 +428,14 @@ class Verifier:
         """Measure eager and torch.compile baselines of ``task`` in a child (CUDA only)."""
         payload = {"task": task.model_dump(mode="json"), "variant": task.main_variant().name}
         return self.zygote.run("baseline", payload, timeout_s)
+
+
+def _fail_guard(verdict: Verdict, guard: str, message: str) -> None:
+    """Turn ``verdict`` into a failure of ``guard`` found after the candidate ran."""
+    verdict.passed = False
+    verdict.error_class, verdict.stage = ErrorClass.GUARD, VerdictStage.GUARDS
+    verdict.guard = guard
+    verdict.message = message
 
 
 def redact_paths(text: str) -> str:
