@@ -11,7 +11,7 @@
 #                    -> $OUT/vs_kernelbench.json
 #   PROBE=1          can a process of another user map the judge's GPU memory (VMM, POSIX fd)?
 #                    -> $OUT/cross_user_probe.txt
-#   TESTS=1          the GPU test suite (-m gpu): untimed tests with 4 xdist workers, then the
+#   TESTS=1          the GPU test suite (-m gpu): untimed tests with 8 xdist workers, then the
 #                    tests that need a timed verdict one at a time -> $OUT/gpu_tests.log
 #   TESTS="a b"      only these test ids, one at a time
 # Carry: .whl, and .kb / .corpus-cache where a stage needs them.
@@ -28,10 +28,14 @@ mkdir -p "$UPSKILLS_CACHE_DIR"
 if [ -n "${ROUND:-}" ]; then
   # Build the round's CUDA extensions in parallel first (load_inline caches them by name and
   # source, so the checks find them built); a build that fails here fails again in its check.
+  # As root, candidates run as nobody with their compile caches in /tmp/upskills-sandbox-0:
+  # build there, then hand the folder to nobody.
+  sandbox=/tmp/upskills-sandbox-$(id -u); mkdir -p "$sandbox/torch_extensions"
   for f in $(grep -v '^\s*#' "$ROUND" | awk 'NF {print $1}'); do
-    python3 -c "import json,sys; s=json.load(open(sys.argv[1]+'/state.json'))['current_source'] or ''
+    TORCH_EXTENSIONS_DIR=$sandbox/torch_extensions python3 -c "import json,sys; s=json.load(open(sys.argv[1]+'/state.json'))['current_source'] or ''
 if 'load_inline' in s: exec(compile(s, 'warm', 'exec'), {'__name__': 'warm'})" "$f" > /dev/null 2>&1 &
   done; wait; echo "extensions built at $(( $(date +%s) - start )) s"
+  [ "$(id -u)" = 0 ] && chown -R nobody: "$sandbox"
   timeout "$(left 20)" python3 benchmarks/corpus_live/round.py "$ROUND" --out "$OUT" --workers "${WORKERS:-3}"
   echo "round exit $? at $(( $(date +%s) - start )) s"
   folders=$(grep -v '^\s*#' "$ROUND" | awk 'NF {print $1}')
@@ -70,7 +74,7 @@ if [ "${TESTS:-}" = 1 ]; then
     tests/verify/test_profile.py tests/verify/test_adversarial.py tests/verify/test_gpu.py
     tests/agent/test_gpu.py tests/lift/test_gpu.py tests/distill/test_gpu_distill.py)
   untimed=(tests); for t in "${timed[@]}"; do untimed+=(--deselect "$t"); done
-  par=(-n 4); python3 -c "import xdist" 2>/dev/null || par=()
+  par=(-n 8); python3 -c "import xdist" 2>/dev/null || par=()
   timeout -s INT -k 20 "$(left 200)" python3 -m pytest -m gpu -rfEs -p no:benchmark -p no:cacheprovider \
     --timeout=120 "${par[@]}" "${untimed[@]}" > "$OUT/gpu_tests.log" 2>&1
   echo "pytest exit $? (untimed)" >> "$OUT/gpu_tests.log"

@@ -695,13 +695,23 @@ POISON_BASELINES = GOOD_ADD + (
 
 
 @pytest.mark.gpu
-def test_a_candidate_that_slows_the_cached_baseline_gains_nothing(add_task, request, monkeypatch):
-    """The baseline cache is a file the candidate's process can write: a baseline made 1000x
-    slower would make any kernel 1000x faster. Found on the H200 when an attack of this
-    catalogue overwrote a corpus round's cache; the judge reads the cache as it was before the
-    candidate ran, and puts rewritten entries back."""
+@pytest.mark.parametrize("user", ["judge's", "sandbox"])
+def test_a_candidate_that_slows_the_cached_baseline_gains_nothing(
+    add_task, request, monkeypatch, user
+):
+    """The baseline cache is a file the judge's user can write: a baseline made 1000x slower
+    would make any kernel 1000x faster. Found on the H200 when an attack of this catalogue
+    overwrote a corpus round's cache. A candidate under the judge's user
+    (``UPSKILLS_SANDBOX_USER=none``) may rewrite it: the judge reads the cache as it was before
+    the candidate ran, puts rewritten entries back and fails the verdict. As root, a CUDA
+    candidate runs as ``nobody`` and cannot write it at all."""
     from upskills.verify.baselines import lookup_baseline, snapshot_cache
+    from upskills.verify.verifier import sandbox_user_differs
 
+    if user == "judge's":
+        monkeypatch.setenv("UPSKILLS_SANDBOX_USER", "none")
+    elif not sandbox_user_differs():
+        pytest.skip("not root (or UPSKILLS_SANDBOX_USER=none): candidates keep the user")
     # one level under the temp dir, where the attack looks (pytest's tmp_path is deeper)
     cache = Path(tempfile.mkdtemp(prefix="upskills-poison-"))
     request.addfinalizer(lambda: shutil.rmtree(cache, ignore_errors=True))
@@ -711,8 +721,11 @@ def test_a_candidate_that_slows_the_cached_baseline_gains_nothing(add_task, requ
         assert honest.passed and honest.speedup_eager is not None, honest.message
         before = snapshot_cache()
         cheat = verifier.check(add_task, POISON_BASELINES)
-    assert not cheat.passed, cheat.message
-    assert cheat.guard == "baseline_cache", cheat.message
+    if user == "judge's":
+        assert not cheat.passed, cheat.message
+        assert cheat.guard == "baseline_cache", cheat.message
+    else:  # its writes failed: an honest add, timed against the untouched baseline
+        assert cheat.passed and cheat.guard is None, cheat.message
     assert cheat.speedup_eager is None or cheat.speedup_eager < 10 * honest.speedup_eager
     entry = lookup_baseline(honest.env["gpu"], honest.env["torch"], add_task.hash)
     assert entry == next(iter(before.user.entries.values())), "the cache was left poisoned"

@@ -59,6 +59,32 @@ def test_baselines_are_cached_per_gpu_torch_and_task(cuda_verifier, add_task):
     assert second.baselines["eager"] == first.baselines["eager"]  # same cached measurement
 
 
+# a correct add only in a process that is not root's: it passes where the judge (root) ran it
+# as another user, and fails where the candidate shared the judge's user
+ADD_ONLY_AS_ANOTHER_USER = GOOD_ADD.replace(
+    "tl.store(out_ptr + offs, x + y, mask=mask)",
+    "tl.store(out_ptr + offs, x + y * SIGN, mask=mask)",
+).replace(
+    "add_kernel[(triton.cdiv(n, 1024),)](x, y, out, n, BLOCK=1024)",
+    "add_kernel[(triton.cdiv(n, 1024),)](x, y, out, n, BLOCK=1024, SIGN=_SIGN)",
+).replace("BLOCK: tl.constexpr):", "BLOCK: tl.constexpr, SIGN: tl.constexpr):") + (
+    "\nimport os\n_SIGN = 1 if os.geteuid() != 0 else -1\n"
+)
+
+
+def test_a_cuda_candidate_runs_as_another_user(cuda_verifier, add_task):
+    """As root, CUDA candidates drop to ``nobody`` like CPU ones: the judge's buffers are VMM
+    memory whose descriptors cross users (CUDA IPC handles did not), so a candidate can no
+    longer write the judge's files (baseline caches of other judges among them)."""
+    from upskills.verify.verifier import sandbox_user_differs
+
+    if not sandbox_user_differs():
+        pytest.skip("not root (or UPSKILLS_SANDBOX_USER=none): candidates keep the user")
+    v = cuda_verifier.check(add_task, ADD_ONLY_AS_ANOTHER_USER)
+    assert v.passed, v.message
+    assert v.timing_status == "measured"
+
+
 def test_row_sum_kernel_passes_on_cuda(cuda_verifier, row_sum_task):
     v = cuda_verifier.check(row_sum_task, GOOD_ROW_SUM)
     assert v.passed, v.message

@@ -21,6 +21,7 @@ import types
 from pathlib import Path
 from typing import Any, cast
 
+from upskills.verify import transport
 from upskills.verify.candidate_timing import TimingRequests, flatten_any
 from upskills.verify.guards import LaunchCounter, LibrarySnapshot, OpLog, live_threads
 from upskills.verify.protocol import (
@@ -47,6 +48,7 @@ from upskills.verify.transport import (
     dtype_name,
     import_args,
     open_handle,
+    receive_fds,
     release_opened,
 )
 from upskills.verify.verdict import ErrorClass, VerdictStage
@@ -384,7 +386,7 @@ def serve_candidate(source: str, display: str, device: str, address: str, workdi
         pass
     watch = _Watch()
     host = CandidateHost(path, display, device, watch)
-    chan = Channel(_connect(address), max_bytes=1 << 30)
+    chan = Channel(_connect(address), max_bytes=1 << 30, accept_fds=True)
     hello = Hello()
     try:
         module = import_candidate(path, display)
@@ -409,11 +411,13 @@ def serve_candidate(source: str, display: str, device: str, address: str, workdi
 def _serve(chan: Channel, host: CandidateHost) -> None:
     while True:
         try:
-            req = REQUEST.validate_python(chan.recv_raw())
+            raw = chan.recv_raw()
+            req = REQUEST.validate_python(raw)
         except ChannelClosed:
             return
         reply: Any
         try:
+            receive_fds(raw, chan.take_fds())
             if isinstance(req, Setup):
                 reply = host.setup(req)
             elif isinstance(req, Trial):
@@ -488,4 +492,5 @@ def drop_privileges(workdir: str) -> str | None:
     os.setgid(entry.pw_gid)
     os.setuid(entry.pw_uid)
     os.environ["HOME"] = workdir
+    transport.OTHER_USER = True
     return user

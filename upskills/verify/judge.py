@@ -24,6 +24,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from upskills.tasks.model import Task
 from upskills.tasks.runtime import build_init_inputs, build_inputs, build_module, load_reference
 from upskills.verify.compare import compare_outputs, is_matmul_class
+from upskills.verify.cuda_vmm import close_fds
 from upskills.verify.domains import apply_domain
 from upskills.verify.guards import LaunchState, OpLog, make_op_recorder, work_ops
 from upskills.verify.judge_memory import memory_note, release_memory
@@ -201,13 +202,16 @@ class Judge:
         candidate's process runs in another CUDA context, which the GPU may schedule earlier.
         """
         _sync(self.device)
+        fds = self.arena.fds_for(message)
         try:
-            self.chan.send(message)
+            self.chan.send(message, fds)
             raw = self.chan.recv_raw(self.deadline)
         except ChannelTimeout as exc:
             raise CandidateLost("timeout") from exc
         except (ChannelClosed, BrokenPipeError, ConnectionResetError) as exc:
             raise CandidateLost("closed") from exc
+        finally:
+            close_fds(fds)
         try:
             return REPLY.validate_python(raw)
         except ValueError as exc:

@@ -4,13 +4,16 @@ The judge (inputs, reference, comparison, verdict) and the candidate (its module
 live in two processes that talk over one Unix socket: a 4-byte length, then one JSON object
 validated into one of the models below. Nothing crosses as a pickle, so nothing the candidate
 sends can run code in the judge; tensors cross as handles to memory the judge owns (shared
-memory on CPU, CUDA IPC on a GPU). The candidate's replies carry only metadata and timings: a
-reply can make the judge reject a candidate, never accept one, because every value the judge
-accepts is read from its own buffers and compared with a reference it computed itself.
+memory on CPU; on a GPU, VMM allocations whose file descriptors travel beside the message, or
+CUDA IPC where the driver cannot export them). The candidate's replies carry only metadata
+and timings: a reply can make the judge reject a candidate, never accept one, because every
+value the judge accepts is read from its own buffers and compared with a reference it computed
+itself.
 """
 
 from __future__ import annotations
 
+import array
 import json
 import socket
 import struct
@@ -21,6 +24,9 @@ from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
 MAX_REPLY_BYTES = 2 * 1024 * 1024
 """The largest message the judge accepts from the candidate (a bigger one is an error)."""
+
+MAX_FDS = 250
+"""File descriptors one message may carry (Linux allows 253 per ``SCM_RIGHTS``)."""
 
 
 class _Message(BaseModel):
@@ -48,6 +54,21 @@ class CudaIpc(_Message):
     """Whether the receiver must wait on that event before reading."""
 
 
+class CudaVmm(_Message):
+    """A judge allocation made with CUDA's VMM API.
+
+    Its file descriptor travels beside the message (``SCM_RIGHTS``), in the order
+    :func:`vmm_ids` lists the message's allocations.
+    """
+
+    device: int
+    """CUDA device index."""
+    alloc: int
+    """The allocation's number within the check."""
+    size: int
+    """Bytes of the allocation (a multiple of the device's granularity)."""
+
+
 class TensorHandle(_Message):
     """Where a tensor lives in judge-owned memory, and how to view it."""
 
@@ -66,6 +87,8 @@ class TensorHandle(_Message):
     """CPU: path of the shared-memory file holding the storage."""
     cuda: CudaIpc | None = None
     """CUDA: the IPC handle of the storage."""
+    vmm: CudaVmm | None = None
+    """CUDA: the VMM allocation holding the storage (crosses users, unlike IPC)."""
 
 
 class Scalar(_Message):
@@ -295,14 +318,47 @@ class ChannelTimeout(Exception):
 class Channel:
     """Length-prefixed JSON messages over a connected stream socket."""
 
-    def __init__(self, sock: socket.socket, max_bytes: int = MAX_REPLY_BYTES) -> None:
+    def __init__(
+        self, sock: socket.socket, max_bytes: int = MAX_REPLY_BYTES, accept_fds: bool = False
+    ) -> None:
         self.sock = sock
         self.max_bytes = max_bytes
+        self.accept_fds = accept_fds
+        """Take file descriptors sent beside messages (the candidate's side only: the judge
+        never accepts any, and the kernel closes what it is sent without asking)."""
+        self.fds: list[int] = []
+        """Descriptors received since the last :meth:`take_fds`."""
 
-    def send(self, message: BaseModel) -> None:
-        """Send one message."""
+    def send(self, message: BaseModel, fds: list[int] | None = None) -> None:
+        """Send one message, with file descriptors beside its first byte."""
         data = message.model_dump_json().encode()
-        self.sock.sendall(struct.pack(">I", len(data)) + data)
+        frame = struct.pack(">I", len(data)) + data
+        if not fds:
+            self.sock.sendall(frame)
+            return
+        if len(fds) > MAX_FDS:
+            raise ValueError(f"{len(fds)} descriptors in one message (at most {MAX_FDS})")
+        rights = array.array("i", fds).tobytes()
+        sent = self.sock.sendmsg([frame], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, rights)])
+        if sent < len(frame):
+            self.sock.sendall(frame[sent:])
+
+    def take_fds(self) -> list[int]:
+        """The descriptors received with the last message(s), handed to the caller to close."""
+        fds, self.fds = self.fds, []
+        return fds
+
+    def _recv(self, n: int) -> bytes:
+        if not self.accept_fds:
+            return self.sock.recv(n)
+        data, ancillary, flags, _ = self.sock.recvmsg(n, socket.CMSG_SPACE(MAX_FDS * 4))
+        for level, kind, payload in ancillary:
+            if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
+                usable = len(payload) - len(payload) % 4
+                self.fds.extend(array.array("i", payload[:usable]))
+        if flags & socket.MSG_CTRUNC:
+            raise ChannelClosed("file descriptors beside a message were cut off")
+        return data
 
     def _recv_exact(self, n: int, deadline: float | None) -> bytes:
         chunks: list[bytes] = []
@@ -316,7 +372,7 @@ class Channel:
             else:
                 self.sock.settimeout(None)
             try:
-                chunk = self.sock.recv(min(n - got, 1 << 20))
+                chunk = self._recv(min(n - got, 1 << 20))
             except TimeoutError as exc:
                 raise ChannelTimeout("no reply before the deadline") from exc
             except OSError as exc:
@@ -339,3 +395,27 @@ class Channel:
         if not isinstance(value, dict):
             raise ChannelClosed("malformed message: not an object")
         return cast(dict[str, object], value)
+
+
+def vmm_ids(raw: object) -> list[int]:
+    """The VMM allocations a message names, each once, in the order they appear.
+
+    The judge sends their descriptors in this order; the candidate pairs them up the same way
+    from the JSON it received.
+    """
+    seen: dict[int, None] = {}
+
+    def walk(value: object) -> None:
+        if isinstance(value, dict):
+            d = cast(dict[str, object], value)
+            vmm = d.get("vmm")
+            if isinstance(vmm, dict) and isinstance(cast(dict[str, object], vmm).get("alloc"), int):
+                seen.setdefault(cast(int, cast(dict[str, object], vmm)["alloc"]), None)
+            for v in d.values():
+                walk(v)
+        elif isinstance(value, list):
+            for v in cast(list[object], value):
+                walk(v)
+
+    walk(raw)
+    return list(seen)

@@ -11,7 +11,9 @@ import torch; the zygote never touches CUDA itself, so every child gets a clean 
   that child alone: no file a candidate could forge.
 - The **candidate** zygote's children run the candidate (:mod:`upskills.verify.candidate_host`).
   Such a child starts its own session, drops to the ``nobody`` user when the zygote runs as root
-  (``UPSKILLS_SANDBOX_USER``), and is killed with its whole process group at its time limit. It
+  (``UPSKILLS_SANDBOX_USER``; on a GPU as well as on CPU: the judge's CUDA buffers are VMM
+  memory, which maps across users), and is killed with its whole process group at its time
+  limit. It
   returns nothing but its exit status and the tail of its output (for messages).
 
 The judge's processes mark themselves non-dumpable, so a candidate running as the same user
@@ -283,8 +285,7 @@ def _candidate_child(request: dict[str, Any], log_path: str, workdir: str) -> No
         from upskills.verify.candidate_host import drop_privileges, serve_candidate
 
         payload = request["payload"]
-        if payload["device"] == "cpu":  # CUDA IPC does not cross users: on a GPU it stays
-            drop_privileges(workdir)
+        drop_privileges(workdir)  # on a GPU too: the judge's buffers are VMM memory
         os.chdir(workdir)
         serve_candidate(
             payload["source"], payload["display"], payload["device"], payload["address"], workdir
@@ -398,7 +399,7 @@ def serve(mode: str, role: str) -> None:
         import upskills.verify.judge_timing  # noqa: F401  # pyright: ignore[reportUnusedImport]
     else:
         import upskills.verify.candidate_host  # noqa: F401  # pyright: ignore[reportUnusedImport]
-    root = _prepare_candidate_root() if role == "candidate" and mode == "cpu" else None
+    root = _prepare_candidate_root() if role == "candidate" else None
     if root is not None:  # compile caches the unprivileged candidate can write
         os.environ["TRITON_CACHE_DIR"] = str(root / "triton")
         os.environ["TORCH_EXTENSIONS_DIR"] = str(root / "torch_extensions")

@@ -2,7 +2,9 @@
 
 The judge owns every buffer: inputs, the reference's state, and the buffers the candidate's
 outputs are copied into. On CPU a buffer is a file in shared memory (``/dev/shm``) that both
-processes map; on CUDA it is a device allocation opened through CUDA IPC. Either way the
+processes map; on CUDA it is a device allocation made with the driver's VMM API, whose file
+descriptor travels beside the message (:mod:`upskills.verify.cuda_vmm`; it opens in a process
+of another user), or, where the driver cannot export one, a CUDA IPC handle. Either way the
 candidate receives plain metadata (:class:`~upskills.verify.protocol.TensorHandle`) and maps
 the memory itself: no Python object of the judge is rebuilt in the candidate's process, and no
 object of the candidate's is rebuilt in the judge's.
@@ -14,10 +16,14 @@ import mmap
 import os
 import secrets
 import tempfile
+import weakref
 from pathlib import Path
 from typing import Any, cast
 
-from upskills.verify.protocol import Arg, CudaIpc, Scalar, Sequence, TensorHandle
+from pydantic import BaseModel
+
+from upskills.verify.cuda_vmm import Mapping, VmmError, close_fds
+from upskills.verify.protocol import Arg, CudaIpc, CudaVmm, Scalar, Sequence, TensorHandle, vmm_ids
 
 _SHM_ROOT = Path("/dev/shm") if Path("/dev/shm").is_dir() else Path(tempfile.gettempdir())
 
@@ -43,6 +49,50 @@ class SharedArena:
         self.paths: list[Path] = []
         self.mode = 0o666 if readable_by_others else 0o600
         self._keep: list[Any] = []
+        self._vmm: dict[int, weakref.ref[Mapping]] = {}
+        self.vmm_failure: str | None = None
+        """Why CUDA buffers fell back to IPC handles (None while VMM works)."""
+
+    def cuda_empty(self, span: int, dtype: Any, device: int) -> tuple[Any, CudaVmm] | None:
+        """A CUDA tensor of ``span`` elements in a new exportable allocation.
+
+        None when the driver cannot make one: then :attr:`vmm_failure` says why, and IPC
+        handles are used instead.
+        """
+        import torch
+
+        if self.vmm_failure is not None:
+            return None
+        itemsize = torch.empty((), dtype=dtype).element_size()
+        nbytes = max(1, span * itemsize)
+        try:
+            mapping = Mapping.create(nbytes, device)
+        except VmmError as exc:
+            self.vmm_failure = str(exc)
+            return None
+        alloc = len(self._vmm)
+        self._vmm[alloc] = weakref.ref(mapping)
+        flat = mapping.tensor()[:nbytes]
+        return flat[: span * itemsize].view(dtype), CudaVmm(
+            device=device, alloc=alloc, size=mapping.size
+        )
+
+    def fds_for(self, message: BaseModel) -> list[int]:
+        """New descriptors of the allocations ``message`` names, in :func:`vmm_ids` order.
+
+        The caller closes them once sent.
+        """
+        fds: list[int] = []
+        try:
+            for alloc in vmm_ids(message.model_dump(mode="json")):
+                mapping = self._vmm[alloc]()
+                if mapping is None:
+                    raise RuntimeError(f"buffer {alloc} was freed before the message naming it")
+                fds.append(mapping.export())
+        except BaseException:
+            close_fds(fds)
+            raise
+        return fds
 
     def empty(self, shape: list[int], stride: list[int], dtype: Any, span: int) -> Any:
         """A CPU tensor of ``span`` elements' storage in a new shared-memory file."""
@@ -65,13 +115,21 @@ class SharedArena:
         return base.as_strided(shape, stride, 0), path
 
     def close(self) -> None:
-        """Unlink every file (mappings stay valid until the process exits)."""
+        """Unlink every file and release every CUDA allocation still alive.
+
+        Shared-memory mappings stay valid until the process exits.
+        """
         for path in self.paths:
             try:
                 path.unlink()
             except FileNotFoundError:
                 pass
         self.paths.clear()
+        for ref in self._vmm.values():
+            mapping = ref()
+            if mapping is not None:
+                mapping.close()
+        self._vmm.clear()
 
 
 def _span(tensor: Any) -> int:
@@ -109,6 +167,19 @@ def share(tensor: Any, arena: SharedArena) -> tuple[Any, TensorHandle]:
             stride=stride,
             nbytes=span * tensor.element_size(),
             shm=str(path),
+        )
+        return shared, handle
+    made = arena.cuda_empty(span, tensor.dtype, tensor.device.index or 0)
+    if made is not None:
+        base, vmm = made
+        shared = base.as_strided(shape, stride, 0)
+        shared.copy_(tensor)
+        handle = TensorHandle(
+            dtype=dtype_name(tensor.dtype),
+            shape=shape,
+            stride=stride,
+            nbytes=span * tensor.element_size(),
+            vmm=vmm,
         )
         return shared, handle
     base = torch.empty(max(span, 1), dtype=tensor.dtype, device=tensor.device)
@@ -183,9 +254,30 @@ def open_handle(handle: TensorHandle) -> Any:
         usable = (size // itemsize) * itemsize
         base = flat[:usable].view(dtype)
         return base.as_strided(handle.shape, handle.stride, handle.offset)
+    if handle.vmm is not None:
+        v = handle.vmm
+        fd = _RECEIVED.get(v.alloc)
+        if fd is None:
+            raise ValueError(f"no file descriptor came with buffer {v.alloc}")
+        torch.cuda.init()
+        torch.cuda.set_device(v.device)
+        torch.empty(0, device=f"cuda:{v.device}")  # makes the device's context current
+        mapping = Mapping.open(fd, v.size, v.device)
+        _MAPPED.append(mapping)
+        itemsize = torch.empty((), dtype=dtype).element_size()
+        base = mapping.tensor()[: (min(handle.nbytes, v.size) // itemsize) * itemsize].view(dtype)
+        out = base.as_strided(handle.shape, handle.stride, handle.offset)
+        _OPENED.append(out)
+        return out
     if handle.cuda is not None:
         c = handle.cuda
         torch.cuda.init()  # opening an IPC handle needs an initialised CUDA context
+        if OTHER_USER:
+            raise ValueError(
+                "the judge shared CUDA IPC handles, which do not open in a process of another "
+                "user, because its driver could not export VMM memory; run with "
+                "UPSKILLS_SANDBOX_USER=none to keep candidates under the judge's user"
+            )
         storage = torch.UntypedStorage._new_shared_cuda(  # pyright: ignore[reportPrivateUsage, reportUnknownMemberType]
             c.device,
             bytes.fromhex(c.handle),
@@ -203,6 +295,9 @@ def open_handle(handle: TensorHandle) -> Any:
     raise ValueError("tensor handle names neither shared memory nor a CUDA IPC handle")
 
 
+OTHER_USER = False
+"""This process is a candidate that dropped to another user than the judge's."""
+
 _MAPPINGS: list[Any] = []
 """Mappings opened in this process (kept alive as long as the tensors over them)."""
 
@@ -211,14 +306,35 @@ _OPENED: list[Any] = []
 mapping unmaps it at once, even while a copy into it is still queued: they are kept until
 :func:`release_opened` has synchronised."""
 
+_MAPPED: list[Mapping] = []
+"""VMM allocations mapped for the request being served (unmapped by :func:`release_opened`,
+whatever still refers to them: a kept view then faults instead of reaching judge memory)."""
+
+_RECEIVED: dict[int, int] = {}
+"""Allocation number -> file descriptor, for the request being served."""
+
+
+def receive_fds(raw: dict[str, object], fds: list[int]) -> None:
+    """Pair the descriptors that came with a request with the allocations it names."""
+    ids = vmm_ids(raw)
+    if len(ids) != len(fds):
+        close_fds(fds)
+        raise ValueError(f"{len(fds)} file descriptors came for {len(ids)} buffers")
+    _RECEIVED.update(zip(ids, fds, strict=True))
+
 
 def release_opened() -> None:
     """Synchronise the device, then drop the CUDA mappings opened for the last request."""
-    if _OPENED:
+    if _OPENED or _MAPPED:
         import torch
 
         torch.cuda.synchronize()
         _OPENED.clear()
+        for mapping in _MAPPED:
+            mapping.close()
+        _MAPPED.clear()
+    close_fds(list(_RECEIVED.values()))
+    _RECEIVED.clear()
 
 
 def clone_tree(value: Any) -> Any:

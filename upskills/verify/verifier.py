@@ -265,7 +265,7 @@ class Verifier:
             random_shape=options.random_shape,
             timing=options.timing,
             timeout_s=options.timeout_s,
-            share_with_others=self.device == "cpu" and sandbox_user_differs(),
+            share_with_others=sandbox_user_differs(),
             static_notes=notes,
         )
         cand_payload = {
