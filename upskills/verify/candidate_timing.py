@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any, cast
 
 from upskills.verify.protocol import Bulk, BulkDone, TensorHandle, TimeDone, TimeRun
-from upskills.verify.transport import clone_tree, copy_into, import_args, open_handle
+from upskills.verify.transport import clone_tree, copy_into, import_args, keep_mapped, open_handle
 from upskills.verify.verdict import ErrorClass, VerdictStage
 from upskills.verify.worker import StageFailure, classify_exception, describe_exception
 
@@ -126,6 +126,13 @@ class TimingRequests:
                 buf.copy_(item)
         self._sync()
 
+    def _drop_graph(self) -> None:
+        """Forget the captured graph and unmap the judge's buffers it was captured on."""
+        if self.graph is not None:
+            for mapping in self.graph[3]:
+                mapping.close()
+            self.graph = None
+
     def _graph_bulk(self, req: Bulk) -> BulkDone:
         """Capture forward in a CUDA graph, or replay it: the judge's clock without host cost."""
         import torch
@@ -144,12 +151,13 @@ class TimingRequests:
                 graph = torch.cuda.CUDAGraph()
                 with torch.no_grad(), torch.cuda.graph(graph):
                     out = self.model(*inputs)
-                self.graph = (graph, out, inputs)
                 torch.cuda.synchronize()
+                self._drop_graph()
+                self.graph = (graph, out, inputs, keep_mapped())  # replays read these buffers
                 return BulkDone(launches=self.watch.counter.state.launches - before)
             if self.graph is None:
                 raise RuntimeError("no graph was captured")
-            graph, out, _ = self.graph
+            graph, out, _, _ = self.graph
             torch.cuda.synchronize()
             for _ in range(req.calls):
                 graph.replay()

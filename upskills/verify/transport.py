@@ -323,6 +323,17 @@ def receive_fds(raw: dict[str, object], fds: list[int]) -> None:
     _RECEIVED.update(zip(ids, fds, strict=True))
 
 
+def keep_mapped() -> list[Mapping]:
+    """Take the VMM mappings of the request being served out of :func:`release_opened`'s reach.
+
+    A CUDA graph captured on the judge's buffers replays at their addresses in later requests;
+    the caller closes the mappings once the graph is gone.
+    """
+    kept = list(_MAPPED)
+    _MAPPED.clear()
+    return kept
+
+
 def release_opened() -> None:
     """Synchronise the device, then drop the CUDA mappings opened for the last request."""
     if _OPENED or _MAPPED:
