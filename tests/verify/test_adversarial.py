@@ -729,3 +729,43 @@ def test_a_candidate_that_slows_the_cached_baseline_gains_nothing(
     assert cheat.speedup_eager is None or cheat.speedup_eager < 10 * honest.speedup_eager
     entry = lookup_baseline(honest.env["gpu"], honest.env["torch"], add_task.hash)
     assert entry == next(iter(before.user.entries.values())), "the cache was left poisoned"
+
+
+HIDDEN_CUBLAS_ADD = r'''
+import torch
+import torch.nn as nn
+from torch.utils.cpp_extension import load_inline
+
+SRC = """
+#include <torch/extension.h>
+#include <ATen/cuda/CUDAContext.h>
+#define JOIN(a, b) a##b
+extern "C" int JOIN(cubl, asSaxpy_v2)(void*, int, const float*, const float*, int, float*, int);
+torch::Tensor add(torch::Tensor x, torch::Tensor y) {
+  auto out = y.clone();
+  float one = 1.f;
+  JOIN(cubl, asSaxpy_v2)(at::cuda::getCurrentCUDABlasHandle(), (int)x.numel(), &one,
+      x.data_ptr<float>(), 1, out.data_ptr<float>(), 1);
+  return out;
+}
+"""
+DECL = "torch::Tensor add(torch::Tensor x, torch::Tensor y);"
+ext = load_inline("hidden_cublas_add", cpp_sources=DECL, cuda_sources=SRC, functions=["add"])
+
+
+class ModelNew(nn.Module):
+    def forward(self, x, y):
+        return ext.add(x.contiguous(), y.contiguous())
+'''
+
+
+@pytest.mark.gpu
+def test_a_kernel_that_is_cublas_under_another_name_is_caught(add_task):
+    """An "add kernel" that is cuBLAS's saxpy, its name assembled by the preprocessor so the
+    static guard does not read it: the extension's imports name the library."""
+    with Verifier("cuda", CheckOptions(seeds=1, timeout_s=300, baselines=False)) as verifier:
+        verdict = verifier.check(add_task, HIDDEN_CUBLAS_ADD)
+    assert not verdict.passed, verdict.message
+    assert verdict.guard == "vendor_library" and "cublasSaxpy_v2" in verdict.message, (
+        verdict.message
+    )

@@ -1,4 +1,5 @@
-"""load_inline kernels count as the candidate's own launches; ATen ops inside them do not hide.
+"""load_inline kernels count as the candidate's own launches; ATen ops and vendor-library calls
+inside them do not hide.
 
 Builds a small C++ extension (CPU) once; the second check reuses the build.
 """
@@ -37,6 +38,7 @@ torch::Tensor add_loop(torch::Tensor x, torch::Tensor y) {
 }
 
 torch::Tensor add_aten(torch::Tensor x, torch::Tensor y) { return x + y; }
+
 '''
 
 _ext = load_inline(
@@ -55,6 +57,25 @@ class ModelNew(nn.Module):
         return _ext.FUNC(x.contiguous(), y.contiguous())
 """
 
+# An extension of its own (the guard judges what an extension imports, not which function is
+# called): the cuBLAS name assembled by the preprocessor, out of the static guard's sight, and
+# imported weakly, so the extension loads where cuBLAS is absent.
+BLAS_CANDIDATE = (
+    CPP_CANDIDATE.replace("upskills_test_add_ext", "upskills_test_blas_ext")
+    .replace('functions=["add_loop", "add_aten"]', 'functions=["add_blas"]')
+    .replace(
+        "torch::Tensor add_aten(torch::Tensor x, torch::Tensor y) { return x + y; }",
+        """#define JOIN(a, b) a##b
+extern "C" int JOIN(cubl, asCreate_v2)(void** handle) __attribute__((weak));
+
+torch::Tensor add_blas(torch::Tensor x, torch::Tensor y) {
+    if (JOIN(cubl, asCreate_v2)) { void* h = nullptr; JOIN(cubl, asCreate_v2)(&h); }
+    return add_loop(x, y);
+}""",
+    )
+    .replace("FUNC", "add_blas")
+)
+
 
 def test_load_inline_kernel_passes_and_aten_inside_it_is_caught(add_task, tmp_path, monkeypatch):
     from upskills.verify import CheckOptions, Verifier
@@ -65,3 +86,6 @@ def test_load_inline_kernel_passes_and_aten_inside_it_is_caught(add_task, tmp_pa
         assert v.passed, v.message
         v = verifier.check(add_task, CPP_CANDIDATE.replace("FUNC", "add_aten"))
         assert v.error_class == ErrorClass.GUARD and "aten.add" in v.message
+        # a library call the static guard cannot read shows in what the extension imports
+        v = verifier.check(add_task, BLAS_CANDIDATE)
+        assert v.guard == "vendor_library" and "cublasCreate_v2" in v.message, v.message

@@ -29,6 +29,7 @@ from upskills.verify.domains import apply_domain
 from upskills.verify.guards import LaunchState, OpLog, make_op_recorder, work_ops
 from upskills.verify.judge_memory import memory_note, release_memory
 from upskills.verify.judge_rules import check_guards, output_problem
+from upskills.verify.libraries import denied_imports, peer
 from upskills.verify.protocol import (
     REPLY,
     Ack,
@@ -190,6 +191,8 @@ class Judge:
         self.clock = _Clock()
         self.result = JudgeResult(timing_status="unavailable" if job.device == "cpu" else "skipped")
         self.matmul = is_matmul_class(self.task.tags)
+        self.peer: tuple[int, int] | None = None
+        """The candidate's process and user, as the kernel reports them (None where unknown)."""
         self.model_variant: str | None = None
         """The variant the candidate's ``ModelNew`` was last built for."""
 
@@ -451,6 +454,8 @@ class Judge:
             if any(not r.passed for r in self.result.variants):
                 break
         self._conclude(count, len(prepared))
+        if self.result.passed:
+            self._check_libraries()
         prev.clear()  # large outputs: free them before the timing sets are built
         release_memory(self.device, force=True)
         if self.result.passed and self.job.timing and self.device.startswith("cuda"):
@@ -458,6 +463,21 @@ class Judge:
 
             time_main(self, self.main_for_timing(prepared))
         return self.result
+
+    def _check_libraries(self) -> None:
+        """Fail a candidate whose process linked shared objects that call a vendor library."""
+        if self.peer is None:
+            return
+        hits = denied_imports(*self.peer)
+        if hits:
+            raise StageFailure(
+                ErrorClass.GUARD,
+                VerdictStage.GUARDS,
+                f"{self.job.display}: guard (b) its process loaded code that calls a library to "
+                f"do the work ({'; '.join(hits[:3])}{'; ...' if len(hits) > 3 else ''}): the "
+                "compute must be the candidate's own kernels",
+                guard="vendor_library",
+            )
 
     def main_for_timing(self, prepared: list[Prepared]) -> Prepared:
         """The main variant, with the candidate's ``ModelNew`` rebuilt for it if need be.
@@ -542,6 +562,7 @@ def judge_check(job: JudgeJob) -> JudgeResult:
         conn, _ = listener.accept()
         listener.close()
         judge = Judge(job, Channel(conn), deadline)
+        judge.peer = peer(conn)
         result = judge.result
         result = judge.run()
         try:

@@ -10,6 +10,7 @@ first line only: the run-time guards in :mod:`upskills.verify.guards` catch what
 from __future__ import annotations
 
 import ast
+import re
 from dataclasses import dataclass
 
 from upskills.verify.verdict import ErrorClass
@@ -125,6 +126,16 @@ HOOK_METHODS = {"_pop_mode", "_push_mode", "_set_dispatch_mode", "_disable_curre
 
 JUDGE_WORDS = ("INTERPRET", "/proc/", "upskills.verify", "upskills-", "upskills_reference")
 """String literals that can only serve to detect or reach the judge."""
+
+CPP_MARKERS = re.compile(r"#include|__global__|torch::Tensor|extern\s+\"C\"|PYBIND11_MODULE")
+"""A string literal with one of these is C++ source (for ``load_inline``)."""
+
+CPP_LIBRARY_CALLS = re.compile(
+    r"\b(?:cublas|cublasLt|cudnn|cufft|cusparse|cusolver)\w*"
+    r"|\bat::native::|\bat::cuda::blas\b|\bdlopen\b|\bdlsym\b"
+)
+"""Calls in C++ source that hand the compute to a vendor library or ATen's native code, or
+load code by name at run time (see :mod:`upskills.verify.libraries`)."""
 
 PROTECTED_ROOTS = {"torch", "triton", "time", "numpy", "builtins", "os", "sys", "functools"}
 """Modules whose attributes a candidate must not assign (patched timers, synchronize, ...)."""
@@ -297,6 +308,15 @@ class _GuardVisitor(ast.NodeVisitor):
     def visit_Constant(self, node: ast.Constant) -> None:
         if isinstance(node.value, str) and any(w in node.value for w in JUDGE_WORDS):
             self._flag(node, f"(e) the string {node.value!r} detects or reaches the judge", "judge")
+        if isinstance(node.value, str) and CPP_MARKERS.search(node.value):
+            found = CPP_LIBRARY_CALLS.search(node.value)
+            if found:
+                self._flag(
+                    node,
+                    f"(b) the C++ source calls {found.group(0).strip()!r}: a library doing the "
+                    "work is not the candidate's kernel",
+                    "vendor_library",
+                )
 
     def visit_ClassDef(self, node: ast.ClassDef) -> None:
         for base in node.bases:

@@ -1,0 +1,98 @@
+"""A candidate's compiled code that calls a vendor library is found by what it imports.
+
+The ELF reader and the process scan run on a shared object this test compiles (a weak import
+of ``cublasCreate_v2``: it loads without cuBLAS); the end-to-end case, a ``load_inline``
+candidate hiding the call from the static guard, is in ``test_load_inline.py``.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import shutil
+import socket
+import subprocess
+
+import pytest
+
+from upskills.verify.libraries import denied_imports, mapped_objects, peer, undefined_symbols
+from upskills.verify.static import static_guards
+
+needs_cxx = pytest.mark.skipif(shutil.which("c++") is None, reason="needs a C++ compiler")
+
+SOURCE = """
+extern "C" int cublasCreate_v2(void**) __attribute__((weak));
+extern "C" int honest(int x) { return x + 1; }
+extern "C" int uses_blas() { return cublasCreate_v2 ? 1 : 0; }
+"""
+
+
+def _build(tmp_path, source: str, name: str):
+    src = tmp_path / f"{name}.cpp"
+    src.write_text(source)
+    out = tmp_path / f"lib{name}.so"
+    subprocess.run(["c++", "-shared", "-fPIC", "-o", str(out), str(src)], check=True)
+    return out
+
+
+@needs_cxx
+def test_the_imports_of_a_shared_object_are_read_from_its_dynamic_symbols(tmp_path):
+    lib = _build(tmp_path, SOURCE, "blas")
+    names = undefined_symbols(lib.read_bytes())
+    assert "cublasCreate_v2" in names
+    assert "honest" not in names and "uses_blas" not in names  # defined, not imported
+    assert undefined_symbols(b"not an ELF file") == set()
+    assert undefined_symbols(lib.read_bytes()[:200]) == set()  # cut short: nothing, no error
+
+
+@needs_cxx
+def test_a_loaded_object_that_imports_cublas_is_named_and_a_clean_one_is_not(tmp_path):
+    clean = _build(tmp_path, SOURCE.replace("cublasCreate_v2", "plain_weak"), "clean")
+    ctypes.CDLL(str(clean))
+    me = os.getpid(), os.geteuid()
+    assert not [h for h in denied_imports(*me) if "libclean.so" in h]
+    ctypes.CDLL(str(_build(tmp_path, SOURCE, "blas")))
+    assert "libblas.so: cublasCreate_v2" in denied_imports(*me)
+
+
+@needs_cxx
+def test_installed_libraries_are_not_the_candidates(tmp_path):
+    """Objects outside temporary and cache folders (torch's own libraries, which do import
+    cuBLAS) are not scanned for a candidate of the judge's user; for a candidate of another
+    user only that user's files are."""
+    ctypes.CDLL(str(_build(tmp_path, SOURCE, "mine")))
+    me = os.getpid(), os.geteuid()
+    made = mapped_objects(*me)
+    assert any(p.endswith("/libmine.so") for p in made)
+    assert not [p for p in made if "/site-packages/" in p and "/tmp" not in p]
+    other = mapped_objects(os.getpid(), os.geteuid() + 12345)  # as if the candidate were another
+    assert not other  # nothing here is owned by that user
+
+
+def test_the_peer_of_a_socket_is_this_process():
+    a, b = socket.socketpair()
+    try:
+        assert peer(a) == (os.getpid(), os.getuid())
+    finally:
+        a.close()
+        b.close()
+
+
+def _rules(source: str) -> list[str]:
+    import ast
+
+    return [i.rule for i in static_guards(ast.parse(source), "k.py")]
+
+
+def test_cxx_source_that_calls_cublas_is_refused_before_it_runs():
+    src = 'SRC = """\n#include <cublas_v2.h>\nvoid f(void* h) { cublasSgemm(h); }\n"""\n'
+    assert "vendor_library" in _rules(src)
+    native = 'SRC = "#include <ATen/ATen.h>\\nauto y = at::native::add(x, x);"\n'
+    assert "vendor_library" in _rules(native)
+    loader = 'SRC = "#include <dlfcn.h>\\nvoid* h = dlopen(name, 1);"\n'
+    assert "vendor_library" in _rules(loader)
+
+
+def test_prose_that_names_cublas_is_not_cxx():
+    assert "vendor_library" not in _rules('"""Faster than cuBLAS on skinny shapes."""\n')
+    assert "vendor_library" not in _rules('NOTE = "cublas would do this"\n')

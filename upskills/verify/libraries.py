@@ -1,0 +1,140 @@
+"""What the candidate's process linked: vendor libraries doing the work behind a "kernel".
+
+A CUDA candidate's C++ (``load_inline``) can call cuBLAS, cuDNN or ATen's native functions
+directly. Those calls bypass the dispatcher, so the op recorder does not see them, and they do
+the compute the candidate was asked to write: a "GEMM kernel" that calls ``cublasGemmEx``
+times like ``torch.matmul`` and is not the candidate's. The static guard reads the C++ in the
+candidate's string literals; this module is the fence behind it, for C++ the static guard
+cannot read (assembled at run time, or a prebuilt ``.so`` planted in a compile cache).
+
+After the trials the judge reads the memory map of the candidate's process (its pid and user
+from the socket's ``SO_PEERCRED``, which the candidate cannot forge), takes every shared object
+the candidate could have made (owned by the candidate's user when that is not the judge's;
+else the judge's user's files under a temporary or cache folder), and lists the *undefined*
+dynamic symbols each one imports: a symbol of a denied library there means the object calls
+it.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import socket
+import struct
+import tempfile
+from pathlib import Path
+
+DENIED = re.compile(
+    r"^(cublas|cublasLt|cudnn|cufft|cusparse|cusolver)\w*"
+    r"|^_ZN2at6native"  # at::native::...
+    r"|^_ZN2at4cuda4blas"  # at::cuda::blas::...
+)
+"""Imported symbols that do a kernel's compute in a vendor library or ATen's native code."""
+
+MAX_BYTES = 512 << 20
+"""Shared objects larger than this are not read (a candidate's extension is a few MB)."""
+
+
+def peer(conn: socket.socket) -> tuple[int, int] | None:
+    """``(pid, uid)`` of the process at the other end of a Unix socket (the kernel's word)."""
+    try:
+        raw = conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
+    except (OSError, AttributeError):
+        return None
+    pid, uid, _ = struct.unpack("3i", raw)
+    return (pid, uid) if pid else None
+
+
+def undefined_symbols(data: bytes) -> set[str]:
+    """Names a 64-bit little-endian ELF shared object imports (empty for anything else)."""
+    if len(data) < 64 or data[:4] != b"\x7fELF" or data[4] != 2 or data[5] != 1:
+        return set()
+    (shoff,) = struct.unpack_from("<Q", data, 0x28)
+    shentsize, shnum = struct.unpack_from("<HH", data, 0x3A)
+    sections: list[tuple[int, int, int, int]] = []  # type, offset, size, link
+    for i in range(shnum):
+        at = shoff + i * shentsize
+        if at + 64 > len(data):
+            return set()
+        kind = struct.unpack_from("<I", data, at + 4)[0]
+        offset, size, link = struct.unpack_from("<QQI", data, at + 24)
+        sections.append((kind, offset, size, link))
+    names: set[str] = set()
+    for kind, offset, size, link in sections:
+        if kind != 11 or link >= len(sections):  # SHT_DYNSYM
+            continue
+        _, str_off, str_size, _ = sections[link]
+        strtab = data[str_off : str_off + str_size]
+        for at in range(offset, min(offset + size, len(data) - 23), 24):
+            name_at, _, _, shndx = struct.unpack_from("<IBBH", data, at)
+            if shndx != 0 or not name_at or name_at >= len(strtab):
+                continue
+            end = strtab.find(b"\0", name_at)
+            names.add(strtab[name_at : end if end >= 0 else len(strtab)].decode(errors="replace"))
+    return names
+
+
+def _candidate_made(path: str, owner: int, candidate_uid: int) -> bool:
+    """Could the candidate have written this file?
+
+    A candidate of another user than the judge's writes files its user owns; one of the
+    judge's user, files of that user in a temporary or cache folder (where compilers put their
+    output). Files of any other user (a system-wide torch for a judge that is not root) are
+    installed, not made.
+    """
+    if candidate_uid != os.geteuid():
+        return owner == candidate_uid
+    if owner != candidate_uid:
+        return False
+    home = Path.home()
+    writable = [tempfile.gettempdir(), str(home / ".cache"), str(home / ".triton")]
+    writable += [os.environ.get("TORCH_EXTENSIONS_DIR", ""), os.environ.get("TRITON_CACHE_DIR", "")]
+    return any(path.startswith(w.rstrip("/") + "/") for w in writable if w)
+
+
+def mapped_objects(pid: int, uid: int) -> dict[str, str]:
+    """Shared objects mapped into ``pid`` the candidate could have made: path -> a readable path.
+
+    A deleted file is read through ``/proc/PID/map_files`` where that is allowed.
+    """
+    found: dict[str, str] = {}
+    try:
+        lines = Path(f"/proc/{pid}/maps").read_text().splitlines()
+    except OSError:
+        return found
+    for line in lines:
+        parts = line.split(None, 5)
+        if len(parts) < 6 or not parts[5].startswith("/"):
+            continue
+        path = parts[5]
+        deleted = path.endswith(" (deleted)")
+        path = path.removesuffix(" (deleted)")
+        if path in found or ".so" not in Path(path).name:
+            continue
+        readable = f"/proc/{pid}/map_files/{parts[0]}" if deleted else path
+        try:
+            st = os.stat(readable)
+        except OSError:
+            continue
+        if _candidate_made(path, st.st_uid, uid):
+            found[path] = readable
+    return found
+
+
+def denied_imports(pid: int, uid: int) -> list[str]:
+    """``object: symbol`` for each denied symbol a candidate-made object in ``pid`` imports.
+
+    ``uid`` is the candidate process's user.
+    """
+    hits: list[str] = []
+    for path, readable in sorted(mapped_objects(pid, uid).items()):
+        try:
+            if os.stat(readable).st_size > MAX_BYTES:
+                continue
+            data = Path(readable).read_bytes()
+        except OSError:
+            continue
+        for name in sorted(undefined_symbols(data)):
+            if DENIED.match(name):
+                hits.append(f"{Path(path).name}: {name}")
+    return hits
