@@ -158,34 +158,26 @@ def share(tensor: Any, arena: SharedArena) -> tuple[Any, TensorHandle]:
     if any(s < 0 for s in stride):
         tensor, stride = tensor.contiguous(), list(tensor.contiguous().stride())
     span = _span(tensor)
+    where: dict[str, Any] = {}
     if tensor.device.type == "cpu":
-        shared, path = arena.empty(shape, stride, tensor.dtype, span)
-        shared.copy_(tensor)
-        handle = TensorHandle(
-            dtype=dtype_name(tensor.dtype),
-            shape=shape,
-            stride=stride,
-            nbytes=span * tensor.element_size(),
-            shm=str(path),
-        )
-        return shared, handle
-    made = arena.cuda_empty(span, tensor.dtype, tensor.device.index or 0)
-    if made is not None:
-        base, vmm = made
-        shared = base.as_strided(shape, stride, 0)
-        shared.copy_(tensor)
-        handle = TensorHandle(
-            dtype=dtype_name(tensor.dtype),
-            shape=shape,
-            stride=stride,
-            nbytes=span * tensor.element_size(),
-            vmm=vmm,
-        )
-        return shared, handle
-    base = torch.empty(max(span, 1), dtype=tensor.dtype, device=tensor.device)
+        base, path = arena.empty(shape, stride, tensor.dtype, span)
+        where["shm"] = str(path)
+    elif (made := arena.cuda_empty(span, tensor.dtype, tensor.device.index or 0)) is not None:
+        base, where["vmm"] = made
+    else:
+        base = torch.empty(max(span, 1), dtype=tensor.dtype, device=tensor.device)
     shared = base.as_strided(shape, stride, 0)
     shared.copy_(tensor)
-    return shared, cuda_handle(shared)
+    if not where:
+        return shared, cuda_handle(shared)
+    handle = TensorHandle(
+        dtype=dtype_name(tensor.dtype),
+        shape=shape,
+        stride=stride,
+        nbytes=span * tensor.element_size(),
+        **where,
+    )
+    return shared, handle
 
 
 def buffer_like(tensor: Any, arena: SharedArena) -> tuple[Any, TensorHandle]:
