@@ -769,3 +769,47 @@ def test_a_kernel_that_is_cublas_under_another_name_is_caught(add_task):
     assert verdict.guard == "vendor_library" and "cublasSaxpy_v2" in verdict.message, (
         verdict.message
     )
+
+
+def test_a_process_that_answers_for_the_candidate_is_an_impostor(add_task):
+    """A process a candidate left running can find the judge's socket in /proc/net/unix and
+    connect before the next candidate does, then answer with outputs computed any way it
+    likes. Here this test's own process plays it, racing the candidate's process to the
+    socket: if it wins, the judge turns it away and fails the verdict (``impostor``); if it
+    loses, it is never heard and the honest kernel passes. Never is the stranger judged as the
+    candidate (it says nothing, so that would fail some other way). The race is decided for
+    the stranger in ``test_libraries.py::test_a_stranger_first_fails_the_check_as_impostor``."""
+    import re
+    import socket
+    import threading
+    import time
+
+    stop = threading.Event()
+    connected: list[socket.socket] = []
+
+    def lurk() -> None:
+        seen = set(re.findall(r"@(upskills-[0-9a-f]{32})", Path("/proc/net/unix").read_text()))
+        while not stop.is_set() and not connected:
+            for name in re.findall(r"@(upskills-[0-9a-f]{32})", Path("/proc/net/unix").read_text()):
+                if name not in seen:
+                    seen.add(name)
+                    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+                    try:
+                        sock.connect("\0" + name)
+                    except OSError:
+                        sock.close()
+                        continue
+                    connected.append(sock)
+            time.sleep(0.01)
+
+    thread = threading.Thread(target=lurk, daemon=True)
+    with Verifier("cpu", CheckOptions(seeds=1, timeout_s=60)) as verifier:
+        verifier.check(add_task, GOOD_ADD)  # warm: the lurker only sees the next check's socket
+        thread.start()
+        verdict = verifier.check(add_task, GOOD_ADD)
+    stop.set()
+    thread.join(timeout=5)
+    for sock in connected:
+        sock.close()
+    assert connected, "the stranger never found the judge's socket"
+    assert verdict.passed or verdict.guard == "impostor", verdict.message

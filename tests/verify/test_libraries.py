@@ -96,3 +96,99 @@ def test_cxx_source_that_calls_cublas_is_refused_before_it_runs():
 def test_prose_that_names_cublas_is_not_cxx():
     assert "vendor_library" not in _rules('"""Faster than cuBLAS on skinny shapes."""\n')
     assert "vendor_library" not in _rules('NOTE = "cublas would do this"\n')
+
+
+def test_only_a_child_of_the_candidate_zygote_is_taken(tmp_path):
+    """A process that is not the zygote's child is turned away; the zygote's child is taken."""
+    import subprocess
+    import sys
+    import threading
+
+    from upskills.verify.libraries import accept_candidate
+
+    name = f"upskills-test-{os.getpid()}"
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind("\0" + name)
+    listener.listen(4)
+    impostors: list[str] = []
+    box = {}
+    thread = threading.Thread(
+        target=lambda: box.update(got=accept_candidate(listener, os.getpid(), impostors))
+    )
+    thread.start()
+    try:
+        stranger = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)  # this process: not a child
+        stranger.connect("\0" + name)
+        code = (
+            "import socket, time; s = socket.socket(socket.AF_UNIX); "
+            f"s.connect('\\0{name}'); time.sleep(2)"
+        )
+        child = subprocess.Popen([sys.executable, "-c", code])
+        thread.join(timeout=20)
+        assert not thread.is_alive()
+        conn, who = box["got"]
+        assert who is not None and who[0] == child.pid
+        assert impostors == [f"pid {os.getpid()}, uid {os.getuid()}"]
+        conn.close()
+        child.wait(timeout=10)
+        stranger.close()
+    finally:
+        listener.close()
+
+
+def test_a_stranger_first_fails_the_check_as_impostor(add_task):
+    """The judge's side, with the race decided: a stranger connects before the zygote's child."""
+    import subprocess
+    import sys
+    import threading
+
+    from upskills.verify.judge import JudgeJob, judge_check
+
+    address = f"upskills-test-{os.getpid()}-judge"
+    job = JudgeJob(
+        task=add_task,
+        device="cpu",
+        address=address,
+        display="candidate.py",
+        variants=["small"],
+        seeds=1,
+        seed=1,
+        timeout_s=30,
+        candidate_parent=os.getpid(),  # the "zygote" is this test: its children are candidates
+    )
+    box = {}
+    thread = threading.Thread(target=lambda: box.update(result=judge_check(job)))
+    thread.start()
+    stranger = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    for _ in range(500):  # until the judge listens
+        try:
+            stranger.connect("\0" + address)
+            break
+        except OSError:
+            import time
+
+            time.sleep(0.01)
+    code = (
+        "import socket, time; s = socket.socket(socket.AF_UNIX); "
+        f"s.connect('\\0{address}'); time.sleep(3)"
+    )
+    child = subprocess.Popen([sys.executable, "-c", code])
+    thread.join(timeout=30)
+    child.wait(timeout=10)
+    stranger.close()
+    result = box["result"]
+    assert not result.passed and result.guard == "impostor", result.message
+    assert f"pid {os.getpid()}" in result.message
+
+
+@needs_cxx
+def test_a_venv_under_the_temp_folder_is_installed_not_made(tmp_path, monkeypatch):
+    """CI checks out (and installs) under /tmp: torch's libraries there import cuBLAS and ATen's
+    native code, and must not be read as the candidate's."""
+    from upskills.verify import libraries
+
+    ctypes.CDLL(str(_build(tmp_path, SOURCE, "venvlib")))
+    me = os.getpid(), os.geteuid()
+    assert any(p.endswith("/libvenvlib.so") for p in mapped_objects(*me))
+    monkeypatch.setattr(libraries, "_installed_prefixes", lambda: [str(tmp_path) + "/"])
+    assert not any(p.endswith("/libvenvlib.so") for p in mapped_objects(*me))

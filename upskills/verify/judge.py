@@ -29,7 +29,7 @@ from upskills.verify.domains import apply_domain
 from upskills.verify.guards import LaunchState, OpLog, make_op_recorder, work_ops
 from upskills.verify.judge_memory import memory_note, release_memory
 from upskills.verify.judge_rules import check_guards, output_problem
-from upskills.verify.libraries import denied_imports, peer
+from upskills.verify.libraries import accept_candidate, check_libraries
 from upskills.verify.protocol import (
     REPLY,
     Ack,
@@ -74,6 +74,10 @@ class JudgeJob(BaseModel):
     timing: bool = True
     timeout_s: float
     share_with_others: bool = False
+    candidate_parent: int | None = None
+    """The candidate zygote's pid: the candidate's process is its child. Another process that
+    connects first (one a candidate left running, found through ``/proc/net/unix``) is an
+    impostor; None accepts the first connection (tests)."""
     """Shared-memory files readable by another user (the candidate runs as ``nobody``)."""
     static_notes: list[str] = Field(default_factory=list)
 
@@ -466,18 +470,8 @@ class Judge:
 
     def _check_libraries(self) -> None:
         """Fail a candidate whose process linked shared objects that call a vendor library."""
-        if self.peer is None:
-            return
-        hits = denied_imports(*self.peer)
-        if hits:
-            raise StageFailure(
-                ErrorClass.GUARD,
-                VerdictStage.GUARDS,
-                f"{self.job.display}: guard (b) its process loaded code that calls a library to "
-                f"do the work ({'; '.join(hits[:3])}{'; ...' if len(hits) > 3 else ''}): the "
-                "compute must be the candidate's own kernels",
-                guard="vendor_library",
-            )
+        if self.peer is not None:
+            check_libraries(*self.peer, self.job.display)
 
     def main_for_timing(self, prepared: list[Prepared]) -> Prepared:
         """The main variant, with the candidate's ``ModelNew`` rebuilt for it if need be.
@@ -558,12 +552,21 @@ def judge_check(job: JudgeJob) -> JudgeResult:
     conn: socket.socket | None = None
     result = JudgeResult()
     judge: Judge | None = None
+    impostors: list[str] = []
     try:
-        conn, _ = listener.accept()
+        conn, who = accept_candidate(listener, job.candidate_parent, impostors)
         listener.close()
         judge = Judge(job, Channel(conn), deadline)
-        judge.peer = peer(conn)
+        judge.peer = who
         result = judge.result
+        if impostors:
+            raise StageFailure(
+                ErrorClass.GUARD,
+                VerdictStage.GUARDS,
+                f"{job.display}: a process that is not the candidate's connected to the judge "
+                f"first ({', '.join(impostors[:3])}): a process a candidate left running",
+                guard="impostor",
+            )
         result = judge.run()
         try:
             judge.chan.send(Bye())

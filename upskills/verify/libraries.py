@@ -1,4 +1,10 @@
-"""What the candidate's process linked: vendor libraries doing the work behind a "kernel".
+"""Who the candidate's process is, and what it linked (vendor libraries doing the work).
+
+The judge takes the connection of the candidate's process only: the kernel names the peer of
+its socket (``SO_PEERCRED``), and the peer must be a child of the candidate zygote. A process an
+earlier candidate left running (daemonised out of its process group) could otherwise find the
+judge's abstract socket in ``/proc/net/unix``, connect first and answer for a later candidate
+with outputs computed any way it likes.
 
 A CUDA candidate's C++ (``load_inline``) can call cuBLAS, cuDNN or ATen's native functions
 directly. Those calls bypass the dispatcher, so the op recorder does not see them, and they do
@@ -21,8 +27,12 @@ import os
 import re
 import socket
 import struct
+import sys
 import tempfile
 from pathlib import Path
+
+from upskills.verify.verdict import ErrorClass, VerdictStage
+from upskills.verify.worker import StageFailure
 
 DENIED = re.compile(
     r"^(cublas|cublasLt|cudnn|cufft|cusparse|cusolver)\w*"
@@ -43,6 +53,16 @@ def peer(conn: socket.socket) -> tuple[int, int] | None:
         return None
     pid, uid, _ = struct.unpack("3i", raw)
     return (pid, uid) if pid else None
+
+
+def parent_of(pid: int) -> int | None:
+    """The parent pid of ``pid`` (from ``/proc/PID/stat``), None when it is gone."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    fields = stat[stat.rfind(")") + 2 :].split()  # after "pid (comm) "
+    return int(fields[1]) if len(fields) > 1 else None
 
 
 def undefined_symbols(data: bytes) -> set[str]:
@@ -79,17 +99,31 @@ def _candidate_made(path: str, owner: int, candidate_uid: int) -> bool:
 
     A candidate of another user than the judge's writes files its user owns; one of the
     judge's user, files of that user in a temporary or cache folder (where compilers put their
-    output). Files of any other user (a system-wide torch for a judge that is not root) are
-    installed, not made.
+    output), outside the installed Python and its packages (a venv under /tmp is installed, and
+    torch's own libraries import cuBLAS and ATen's native code). Files of any other user (a
+    system-wide torch for a judge that is not root) are installed, not made.
     """
     if candidate_uid != os.geteuid():
         return owner == candidate_uid
-    if owner != candidate_uid:
+    if owner != candidate_uid or any(path.startswith(p) for p in _installed_prefixes()):
         return False
     home = Path.home()
     writable = [tempfile.gettempdir(), str(home / ".cache"), str(home / ".triton")]
     writable += [os.environ.get("TORCH_EXTENSIONS_DIR", ""), os.environ.get("TRITON_CACHE_DIR", "")]
     return any(path.startswith(w.rstrip("/") + "/") for w in writable if w)
+
+
+def _installed_prefixes() -> list[str]:
+    """Folders of the installed Python and its packages (a venv may well sit under /tmp)."""
+    import site
+    import sysconfig
+
+    roots = {sys.prefix, sys.base_prefix, sys.exec_prefix, *sysconfig.get_paths().values()}
+    try:
+        roots.update(site.getsitepackages())
+    except AttributeError:  # some embedded interpreters lack it
+        pass
+    return [str(Path(r).resolve()).rstrip("/") + "/" for r in roots if r]
 
 
 def mapped_objects(pid: int, uid: int) -> dict[str, str]:
@@ -138,3 +172,33 @@ def denied_imports(pid: int, uid: int) -> list[str]:
             if DENIED.match(name):
                 hits.append(f"{Path(path).name}: {name}")
     return hits
+
+
+def accept_candidate(
+    listener: socket.socket, parent: int | None, impostors: list[str]
+) -> tuple[socket.socket, tuple[int, int] | None]:
+    """The connection whose process is a child of ``parent`` (None: the first connection).
+
+    Other processes are turned away and listed in ``impostors``.
+    """
+    while True:
+        conn, _ = listener.accept()
+        who = peer(conn)
+        if parent is None or (who is not None and parent_of(who[0]) == parent):
+            return conn, who
+        impostors.append(f"pid {who[0]}, uid {who[1]}" if who else "unknown process")
+        conn.close()
+
+
+def check_libraries(pid: int, uid: int, display: str) -> None:
+    """Raise the ``vendor_library`` guard when the candidate's process linked a denied import."""
+    hits = denied_imports(pid, uid)
+    if hits:
+        raise StageFailure(
+            ErrorClass.GUARD,
+            VerdictStage.GUARDS,
+            f"{display}: guard (b) its process loaded code that calls a library to do the work "
+            f"({'; '.join(hits[:3])}{'; ...' if len(hits) > 3 else ''}): the compute must be the "
+            "candidate's own kernels",
+            guard="vendor_library",
+        )

@@ -121,16 +121,25 @@ class Zygote:
             )
         return proc
 
+    def _ready(self) -> subprocess.Popen[str]:
+        """The running zygote, (re)started if need be (call with the lock held)."""
+        if self._proc is not None and self._proc.poll() is not None:
+            _kill(self._proc)  # died (killed, out of memory): reap it, close its pipes
+            self._proc = None
+        if self._proc is None:
+            self._proc = self._start()
+        return self._proc
+
+    def pid(self) -> int:
+        """The zygote's pid (started if need be): every job's child is its child."""
+        with self._lock:
+            return self._ready().pid
+
     def run(self, kind: str, payload: dict[str, Any], timeout_s: float) -> JobOutcome:
         """Run one job in a fresh forked child and wait at most ``timeout_s`` for it."""
         with self._lock:
-            if self._proc is not None and self._proc.poll() is not None:
-                _kill(self._proc)  # died (killed, out of memory): reap it, close its pipes
-                self._proc = None
-            if self._proc is None:
-                self._proc = self._start()
+            proc = self._ready()
             request = {"kind": kind, "payload": payload, "timeout_s": timeout_s}
-            proc = self._proc
             assert proc.stdin is not None
             reply: dict[str, Any] | None = None
             try:

@@ -266,6 +266,7 @@ class Verifier:
             timing=options.timing,
             timeout_s=options.timeout_s,
             share_with_others=sandbox_user_differs(),
+            candidate_parent=self.candidates.pid(),
             static_notes=notes,
         )
         cand_payload = {
