@@ -137,7 +137,10 @@ def test_only_a_child_of_the_candidate_zygote_is_taken(tmp_path):
 
 
 def test_a_stranger_first_fails_the_check_as_impostor(add_task):
-    """The judge's side, with the race decided: a stranger connects before the zygote's child."""
+    """A process a candidate left running (daemonised out of its process group) can find the
+    judge's socket in /proc/net/unix and connect before the next candidate does, then answer
+    with outputs computed any way it likes. The race decided for the stranger: it connects
+    before the zygote's child, and the check fails as ``impostor``."""
     import subprocess
     import sys
     import threading
