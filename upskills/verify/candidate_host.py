@@ -45,6 +45,7 @@ from upskills.verify.protocol import (
     TrialDone,
 )
 from upskills.verify.transport import (
+    clone_tree,
     dtype_name,
     import_args,
     open_handle,
@@ -286,7 +287,9 @@ class CandidateHost(TimingRequests):
             cls, line = self.new_cls, self.line
             check_signature(req.init_params, cls.__init__, "__init__", self.display, line)
             check_signature(req.forward_params, cls.forward, "forward", self.display, line)
-        init_args = import_args(req.init_args)
+        # copies: a model may keep a tensor it was built with, and the judge's buffers are
+        # unmapped once this request is answered
+        init_args = clone_tree(import_args(req.init_args))
         torch.manual_seed(0)  # pyright: ignore[reportUnknownMemberType]
         try:
             with torch.device(self.device):

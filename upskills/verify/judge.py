@@ -74,11 +74,11 @@ class JudgeJob(BaseModel):
     timing: bool = True
     timeout_s: float
     share_with_others: bool = False
+    """Shared-memory files readable by another user (the candidate runs as ``nobody``)."""
     candidate_parent: int | None = None
     """The candidate zygote's pid: the candidate's process is its child. Another process that
     connects first (one a candidate left running, found through ``/proc/net/unix``) is an
     impostor; None accepts the first connection (tests)."""
-    """Shared-memory files readable by another user (the candidate runs as ``nobody``)."""
     static_notes: list[str] = Field(default_factory=list)
 
 
@@ -466,6 +466,7 @@ class Judge:
             from upskills.verify.judge_timing import time_main
 
             time_main(self, self.main_for_timing(prepared))
+            self._check_libraries()  # again: a library loaded only once the timing began
         return self.result
 
     def _check_libraries(self) -> None:

@@ -13,8 +13,7 @@ import torch; the zygote never touches CUDA itself, so every child gets a clean 
   Such a child starts its own session, drops to the ``nobody`` user when the zygote runs as root
   (``UPSKILLS_SANDBOX_USER``; on a GPU as well as on CPU: the judge's CUDA buffers are VMM
   memory, which maps across users), and is killed with its whole process group at its time
-  limit. It
-  returns nothing but its exit status and the tail of its output (for messages).
+  limit. It returns nothing but its exit status and the tail of its output (for messages).
 
 The judge's processes mark themselves non-dumpable, so a candidate running as the same user
 cannot read their memory or file descriptors through ``/proc``. This isolates the judge from
