@@ -91,6 +91,16 @@ def test_cxx_source_that_calls_cublas_is_refused_before_it_runs():
     assert "vendor_library" in _rules(native)
     loader = 'SRC = "#include <dlfcn.h>\\nvoid* h = dlopen(name, 1);"\n'
     assert "vendor_library" in _rules(loader)
+    # the review's try: dlsym's name assembled by the preprocessor and cuBLAS's split in two
+    # literals; the header and the RTLD_ handle it needs still show
+    hidden = (
+        'SRC = """\n#include <torch/extension.h>\n#include <dlfcn.h>\n#define J(a, b) a##b\n'
+        'void* f = J(dl, sym)(RTLD_DEFAULT, "cub" "lasSaxpy_v2");\n"""\n'
+    )
+    assert "vendor_library" in _rules(hidden)
+    without_header = hidden.replace("#include <dlfcn.h>\n", "")
+    assert "dlfcn" not in without_header
+    assert "vendor_library" in _rules(without_header)  # RTLD_DEFAULT alone
 
 
 def test_prose_that_names_cublas_is_not_cxx():

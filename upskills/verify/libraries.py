@@ -23,6 +23,7 @@ it.
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 import socket
@@ -113,6 +114,7 @@ def _candidate_made(path: str, owner: int, candidate_uid: int) -> bool:
     return any(path.startswith(w.rstrip("/") + "/") for w in writable if w)
 
 
+@functools.cache
 def _installed_prefixes() -> list[str]:
     """Folders of the installed Python and its packages (a venv may well sit under /tmp)."""
     import site

@@ -132,7 +132,7 @@ CPP_MARKERS = re.compile(r"#include|__global__|torch::Tensor|extern\s+\"C\"|PYBI
 
 CPP_LIBRARY_CALLS = re.compile(
     r"\b(?:cublas|cublasLt|cudnn|cufft|cusparse|cusolver)\w*"
-    r"|\bat::native::|\bat::cuda::blas\b|\bdlopen\b|\bdlsym\b"
+    r"|\bat::native::|\bat::cuda::blas\b|\bdlopen\b|\bdlsym\b|\bdlfcn\.h\b|\bRTLD_\w+"
 )
 """Calls in C++ source that hand the compute to a vendor library or ATen's native code, or
 load code by name at run time (see :mod:`upskills.verify.libraries`)."""

@@ -83,6 +83,8 @@ class SharedArena:
         The caller closes them once sent.
         """
         fds: list[int] = []
+        if not self._vmm:  # CPU, or the IPC fallback: nothing to send (and no dump to walk)
+            return fds
         try:
             for alloc in vmm_ids(message.model_dump(mode="json")):
                 mapping = self._vmm[alloc]()
