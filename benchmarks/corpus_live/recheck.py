@@ -104,6 +104,7 @@ def recheck(folder: Path, gpu: str, timeout: float, timing: bool = True) -> dict
         "speedup_compile": verdict.get("speedup_compile"),
         "gpu": verdict.get("gpu"),
         "median_ms": (verdict.get("timing") or {}).get("median_ms"),
+        "candidate_hash": verdict.get("candidate_hash"),
     }
     if new and recorded:
         row["ratio"] = round(new / recorded, 4)
@@ -131,8 +132,9 @@ def main() -> int:
     if args.finals:
         folders = finals(folders)
     if args.tasks:
-        wanted = set(args.tasks.split(","))
-        folders = [f for f in folders if task_name(f) in wanted]
+        wanted = args.tasks.split(",")  # checked in the order given
+        by_task = {task_name(f): f for f in folders}
+        folders = [by_task[t] for t in wanted if t in by_task]
     if args.warm:
         slots = [g for g in gpus for _ in range(args.warm)]
         with ThreadPoolExecutor(len(slots)) as pool:

