@@ -239,6 +239,14 @@ def export_cmd(paths: tuple[str, ...], fmt: str, out: str | None) -> None:
     type=click.FloatRange(min=0, min_open=True),
     help="Dense fp16 torch.matmul peak, TFLOP/s; overrides --ceilings.",
 )
+@click.option(
+    "--recheck",
+    "recheck_file",
+    type=click.Path(dir_okay=False),
+    help="Re-check rows (JSON lines with candidate_hash, median_ms, speedup, speedup_compile): "
+    "a final kernel found there takes its times from it, e.g. from the GPU call that measured "
+    "the ceilings.",
+)
 def report_cmd(
     paths: tuple[str, ...],
     out: str,
@@ -246,6 +254,7 @@ def report_cmd(
     ceilings_file: str | None,
     copy_bandwidth_gbs: float | None,
     peak_tflops: float | None,
+    recheck_file: str | None,
 ) -> None:
     """Write a Markdown report of a teacher corpus: one row per task, geomeans, shortfalls.
 
@@ -258,6 +267,7 @@ def report_cmd(
     files = _files(paths)
     argv = ["upskills", "traces", "report", *paths]
     argv += ["--ceilings", ceilings_file] if ceilings_file else []
+    argv += ["--recheck", recheck_file] if recheck_file else []
     argv += ["--out", out] + (["--json", json_out] if json_out else [])
     try:
         ceilings = corpus_ceilings(ceilings_file, copy_bandwidth_gbs, peak_tflops)
@@ -265,7 +275,7 @@ def report_cmd(
             argv += ["--copy-bandwidth-gbs", f"{ceilings.copy_bandwidth_gbs:g}"]
         if ceilings_file is None or peak_tflops is not None:
             argv += ["--peak-tflops", f"{ceilings.peak_tflops:g}"]
-        rep = write_corpus_report(files, out, json_out, shlex.join(argv), ceilings)
+        rep = write_corpus_report(files, out, json_out, shlex.join(argv), ceilings, recheck_file)
     except ValueError as exc:
         raise click.ClickException(str(exc)) from exc
     t = rep.totals

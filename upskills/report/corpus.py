@@ -15,13 +15,14 @@ from __future__ import annotations
 
 import math
 import shlex
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from upskills.report.corpus_markdown import history_text, render_corpus_markdown
+from upskills.report.corpus_recheck import Recheck, load_rechecks
 from upskills.report.corpus_tasks import origin_kind, resolve_task, task_work
 from upskills.trace import iter_trace_files, read_trace
 from upskills.trace.attempts import attempts_of
@@ -106,6 +107,8 @@ class TaskRow(BaseModel):
     """Achieved TFLOP/s (compute-bound tasks)."""
     pct_peak: float | None = None
     """Achieved TFLOP/s as a percentage of the matmul peak."""
+    times_from: str | None = None
+    """``trace`` (the final kernel's verdict) or ``recheck`` (a later re-check of that kernel)."""
     notes: list[str] = Field(default_factory=list)
     """Anything that makes a number missing or suspect, and failures passed unchanged later."""
 
@@ -176,10 +179,12 @@ class CorpusReport(BaseModel):
     """``role/name`` of the agents that produced the traces (from run_start)."""
     ceilings: CorpusCeilings = Field(default_factory=CorpusCeilings)
     """Ceilings used."""
+    recheck_file: str | None = None
+    """Re-check file whose times replace the traces' for the final kernels it re-checked."""
     rows: list[TaskRow] = Field(default_factory=list)
     """One row per task."""
     totals: dict[str, int] = Field(default_factory=dict)
-    """Counts per task: tasks, sessions, solved, repaired, as fast as eager, at 80%, GEMMs."""
+    """Counts per task: tasks, sessions, solved, repaired, as fast as eager, at 85%, GEMMs."""
     geomeans: list[Geomean] = Field(default_factory=list)
     """Geomean speedups over solved tasks: all, by kernel language, by task origin."""
     shortfalls: list[str] = Field(default_factory=list)
@@ -221,6 +226,17 @@ def corpus_ceilings(
         got.peak_tflops = peak_tflops
         got.overridden.append("peak")
     return got
+
+
+def _use_recheck(row: TaskRow, recheck: Recheck | None) -> None:
+    """Replace the final kernel's times with its re-check's, when it passed with a time."""
+    if recheck is None:
+        return
+    if not recheck.passed or recheck.median_ms is None:
+        row.notes.append(f"the re-check of {row.final_kernel} did not pass: trace times kept")
+        return
+    row.times_from, row.median_ms = "recheck", recheck.median_ms
+    row.speedup_eager, row.speedup_compile = recheck.speedup, recheck.speedup_compile
 
 
 @dataclass
@@ -330,6 +346,7 @@ def task_row(
     traces: Sequence[TraceFile],
     copy_bandwidth_gbs: float = COPY_BANDWIDTH_GBS,
     peak_tflops: float = PEAK_TFLOPS,
+    rechecks: Mapping[str, Recheck] | None = None,
 ) -> TaskRow:
     """One row of the report for one task's sessions.
 
@@ -337,6 +354,7 @@ def task_row(
         traces: the task's traces, one per session, in the order the sessions started.
         copy_bandwidth_gbs: copy ceiling, GB/s.
         peak_tflops: matmul peak, TFLOP/s.
+        rechecks: re-checks by kernel hash; the final kernel's, if there, gives its times.
 
     Returns:
         The row; ``notes`` says why any number is missing.
@@ -382,6 +400,8 @@ def task_row(
     row.final_kernel, row.median_ms = final.candidate_hash, final.timing.median_ms
     row.language = kernel_language(sources.get(final.candidate_hash))
     row.speedup_eager, row.speedup_compile = final.speedup_eager, final.speedup_compile
+    row.times_from = "trace"
+    _use_recheck(row, (rechecks or {}).get(final.candidate_hash))
     seconds = row.median_ms * 1e-3
     if row.bound == "memory" and row.bytes is not None:
         row.gbs = row.bytes / seconds / 1e9
@@ -451,7 +471,10 @@ def _environments(traces: Iterable[TraceFile]) -> list[JudgeEnvironment]:
 
 
 def build_corpus_report(
-    paths: Iterable[str | Path], command: str, ceilings: CorpusCeilings | None = None
+    paths: Iterable[str | Path],
+    command: str,
+    ceilings: CorpusCeilings | None = None,
+    recheck_file: str | Path | None = None,
 ) -> CorpusReport:
     """Read traces, group them by task and compute the report.
 
@@ -459,6 +482,7 @@ def build_corpus_report(
         paths: trace files or folders (searched recursively for ``*.jsonl``).
         command: the command line to record in the report.
         ceilings: ceilings to divide by (default: the built-in ones).
+        recheck_file: re-check rows (JSON lines) whose times replace the final kernels'.
 
     Returns:
         The report.
@@ -467,7 +491,9 @@ def build_corpus_report(
         ValueError: a trace has no run_start (names the file).
     """
     ceilings = ceilings or CorpusCeilings()
+    rechecks = load_rechecks(recheck_file) if recheck_file is not None else {}
     rep = CorpusReport(command=command, ceilings=ceilings)
+    rep.recheck_file = str(recheck_file) if recheck_file is not None else None
     by_task: dict[str, list[TraceFile]] = {}
     for path in iter_trace_files(paths):
         trace = read_trace(path)
@@ -479,7 +505,9 @@ def build_corpus_report(
     rep.environments = _environments(traces)
     for sessions in by_task.values():
         sessions.sort(key=lambda t: t.start.ts if t.start else "")
-        rep.rows.append(task_row(sessions, ceilings.copy_bandwidth_gbs, ceilings.peak_tflops))
+        rep.rows.append(
+            task_row(sessions, ceilings.copy_bandwidth_gbs, ceilings.peak_tflops, rechecks)
+        )
     rows = rep.rows
     solved = [r for r in rows if r.outcome == "solved"]
     memory = [r for r in rows if r.bound == "memory"]
@@ -493,7 +521,8 @@ def build_corpus_report(
         "solved_at_least_eager": sum((r.speedup_eager or 0.0) >= 1.0 for r in solved),
         "solved_at_least_compile": sum((r.speedup_compile or 0.0) >= 1.0 for r in solved),
         "memory_bound": len(memory),
-        "memory_bound_at_80pct_copy": sum((r.pct_copy or 0.0) >= 80.0 for r in memory),
+        "memory_bound_at_85pct_copy": sum((r.pct_copy or 0.0) >= 85.0 for r in memory),
+        "final_times_from_recheck": sum(r.times_from == "recheck" for r in rows),
         "gemm": len(gemms),
         "gemm_within_1.2x_matmul": sum(
             (r.speedup_eager or 0.0) >= 1 / GEMM_TOLERANCE for r in gemms
@@ -512,6 +541,7 @@ def write_corpus_report(
     json_out: str | Path | None = None,
     command: str | None = None,
     ceilings: CorpusCeilings | None = None,
+    recheck_file: str | Path | None = None,
 ) -> CorpusReport:
     """Compute the report and write it as Markdown (and JSON when ``json_out`` is given).
 
@@ -521,6 +551,8 @@ def write_corpus_report(
         json_out: JSON file to write, or None.
         command: command line to record (default: the equivalent ``upskills traces report``).
         ceilings: ceilings to divide by (default: the built-in ones).
+        recheck_file: re-check rows whose times replace the final kernels' (see
+            :func:`load_rechecks`).
 
     Returns:
         The report.
@@ -528,7 +560,7 @@ def write_corpus_report(
     paths = [str(p) for p in paths]
     if command is None:
         command = shlex.join(["upskills", "traces", "report", *paths, "--out", str(out)])
-    rep = build_corpus_report(paths, command, ceilings)
+    rep = build_corpus_report(paths, command, ceilings, recheck_file)
     Path(out).parent.mkdir(parents=True, exist_ok=True)
     Path(out).write_text(render_corpus_markdown(rep), encoding="utf-8")
     if json_out is not None:

@@ -1,0 +1,61 @@
+"""Re-checks of a corpus's final kernels: a later ``upskills check`` of each, its times kept.
+
+``benchmarks/corpus_live/recheck.py`` writes one JSON line per final kernel it judges again,
+and the same GPU call can measure the ceilings (``benchmarks/device/ceilings.py``); the corpus
+report then takes those kernels' times from the re-check (``upskills traces report --recheck``),
+so its percentages of the ceilings compare numbers of one run.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+
+class Recheck(BaseModel):
+    """One row of a re-check file: a final kernel judged again by ``upskills check``."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    candidate_hash: str
+    """Hash of the kernel re-checked (the verdict's ``candidate_hash``)."""
+    passed: bool | None = None
+    """Whether the re-check passed."""
+    median_ms: float | None = None
+    """Its median time at the main variant."""
+    speedup: float | None = None
+    """Its speedup vs eager."""
+    speedup_compile: float | None = None
+    """Its speedup vs torch.compile."""
+    gpu: str | None = None
+    """GPU that re-checked it."""
+
+
+def load_rechecks(file: str | Path) -> dict[str, Recheck]:
+    """Re-check rows by kernel hash, from a JSON-lines file (``benchmarks/corpus_live/recheck.py``).
+
+    Rows without a ``candidate_hash`` (older files, or a re-check that never produced a
+    verdict) are skipped: a time is only ever attributed to the kernel it measured.
+
+    Raises:
+        ValueError: the file cannot be read, or a line is not a JSON object (names the line).
+    """
+    try:
+        text = Path(file).read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ValueError(f"{file}: cannot read re-check file: {exc}") from exc
+    rows: dict[str, Recheck] = {}
+    for number, line in enumerate(text.splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            raw = json.loads(line)
+            if not isinstance(raw, dict):
+                raise ValueError("not a JSON object")
+            if raw.get("candidate_hash"):
+                rows[raw["candidate_hash"]] = Recheck.model_validate(raw)
+        except (ValueError, ValidationError) as exc:
+            raise ValueError(f"{file}:{number}: bad re-check row: {exc}") from exc
+    return rows
