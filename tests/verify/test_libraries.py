@@ -205,3 +205,45 @@ def test_a_venv_under_the_temp_folder_is_installed_not_made(tmp_path, monkeypatc
     assert any(p.endswith("/libvenvlib.so") for p in mapped_objects(*me))
     monkeypatch.setattr(libraries, "_installed_prefixes", lambda: [str(tmp_path) + "/"])
     assert not any(p.endswith("/libvenvlib.so") for p in mapped_objects(*me))
+
+
+LOADER_SOURCE = """
+#include <dlfcn.h>
+extern "C" void* find(const char* name) { return dlsym(RTLD_DEFAULT, name); }
+"""
+TRITON_KEY = "4PXO3FN3M6WPKY3P4PCPTCWYWQOLUZDSQEV4NKI4D2X5D7TQN2RQ"  # a folder name from the H200
+
+
+def _loaded_copy(lib, folder, name: str) -> str:
+    folder.mkdir(parents=True, exist_ok=True)
+    shutil.copy(lib, folder / name)
+    ctypes.CDLL(str(folder / name))
+    return name
+
+
+@needs_cxx
+def test_a_run_time_loader_is_denied_outside_tritons_own_helpers(tmp_path):
+    """``dlsym`` finds cuBLAS by a name no import table shows: an object of the candidate's that
+    imports it is denied, unless it is one of Triton's helpers in a Triton cache folder."""
+    lib = _build(tmp_path, LOADER_SOURCE, "loader")
+    assert "dlsym" in undefined_symbols(lib.read_bytes())
+    me = os.getpid(), os.geteuid()
+    helper = "cuda_utils.cpython-311-x86_64-linux-gnu.so"
+    _loaded_copy(lib, tmp_path / "cache" / TRITON_KEY, helper)
+    launcher = "__triton_launcher.cpython-311-x86_64-linux-gnu.so"
+    _loaded_copy(lib, tmp_path / "cache" / TRITON_KEY.replace("4", "5"), launcher)
+    impostor = _loaded_copy(lib, tmp_path / "torch_extensions" / "cuda_utils", helper)
+    plain = _loaded_copy(lib, tmp_path / "cache" / TRITON_KEY.replace("4", "6"), "cuda_utils.so")
+    hits = denied_imports(*me)
+    assert f"{launcher}: dlsym" not in hits
+    assert hits.count(f"{helper}: dlsym") == 1  # the copy outside a Triton key folder
+    assert any(impostor in h for h in hits) and f"{plain}: dlsym" in hits
+    with_torch = _build(
+        tmp_path,
+        LOADER_SOURCE + 'extern "C" int _ZN3c104warnEv() __attribute__((weak));\n'
+        'extern "C" int uses() { return _ZN3c104warnEv ? 1 : 0; }\n',
+        "withtorch",
+    )
+    disguised = "__triton_launcher.cpython-311-x86_64-linux-gnu.so"
+    _loaded_copy(with_torch, tmp_path / "cache2" / TRITON_KEY, disguised)
+    assert denied_imports(*me).count(f"{disguised}: dlsym") == 1  # it links torch: not Triton's

@@ -42,6 +42,27 @@ DENIED = re.compile(
 )
 """Imported symbols that do a kernel's compute in a vendor library or ATen's native code."""
 
+LOADER = re.compile(r"^(dlopen|dlmopen|dlsym|dlvsym)$")
+"""Imports that find a library's functions at run time, by a name no import table shows.
+
+A candidate's object that imports them can call cuBLAS under a name assembled at run time
+(or declare ``dlsym`` under a name the static guard cannot read), so they are denied in
+candidate-made objects, except in Triton's own helpers (:data:`TRITON_HELPER`)."""
+
+TRITON_HELPER = re.compile(r"^(__triton_launcher|cuda_utils)\.cpython-[\w.-]+\.so$")
+"""Objects Triton builds in its cache that load the CUDA driver with ``dlopen``/``dlsym``.
+
+Found on the H200 (Triton 3.6, ``benchmarks/verifier_v2/so_imports.py``): each kernel's
+``__triton_launcher`` and the driver's ``cuda_utils`` import ``dlopen`` and ``dlsym``. They are
+let through only under a Triton cache folder (named by a 52-character base32 key) and when they
+import nothing of torch (Triton's helpers never link it; an extension that does the
+candidate's work reads tensors through torch's symbols)."""
+
+TRITON_KEY = re.compile(r"^[A-Z2-7]{52}$")
+"""A Triton cache folder's name (the base32 key of what it holds)."""
+
+TORCH_SYMBOL = re.compile(r"^_ZN(2at|3c10|5torch)")
+
 MAX_BYTES = 512 << 20
 """Shared objects larger than this are not read (a candidate's extension is a few MB)."""
 
@@ -170,10 +191,22 @@ def denied_imports(pid: int, uid: int) -> list[str]:
             data = Path(readable).read_bytes()
         except OSError:
             continue
-        for name in sorted(undefined_symbols(data)):
-            if DENIED.match(name):
+        names = undefined_symbols(data)
+        loader_ok = _triton_helper(path, names)
+        for name in sorted(names):
+            if DENIED.match(name) or (LOADER.match(name) and not loader_ok):
                 hits.append(f"{Path(path).name}: {name}")
     return hits
+
+
+def _triton_helper(path: str, imports: set[str]) -> bool:
+    """Is this one of Triton's own helpers in its cache (see :data:`TRITON_HELPER`)?"""
+    where = Path(path)
+    return (
+        TRITON_HELPER.match(where.name) is not None
+        and TRITON_KEY.match(where.parent.name) is not None
+        and not any(TORCH_SYMBOL.match(n) for n in imports)
+    )
 
 
 def accept_candidate(
@@ -193,7 +226,10 @@ def accept_candidate(
 
 
 def check_libraries(pid: int, uid: int, display: str) -> None:
-    """Raise the ``vendor_library`` guard when the candidate's process linked a denied import."""
+    """Raise the ``vendor_library`` guard when the candidate's process linked a denied import.
+
+    Denied: a vendor library's or ATen's compute, or a run-time loader outside Triton's helpers.
+    """
     hits = denied_imports(pid, uid)
     if hits:
         raise StageFailure(
