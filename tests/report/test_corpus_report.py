@@ -5,7 +5,13 @@ import pytest
 from click.testing import CliRunner
 
 from upskills._cli.main import main
-from upskills.report.corpus import build_corpus_report, corpus_ceilings, task_row, task_work
+from upskills.report.corpus import (
+    CorpusCeilings,
+    build_corpus_report,
+    corpus_ceilings,
+    task_row,
+    task_work,
+)
 from upskills.report.corpus_markdown import render_corpus_markdown
 from upskills.tasks import load_task
 from upskills.tasks.model import Task
@@ -444,6 +450,11 @@ def test_a_recheck_gives_the_final_kernel_its_times(tmp_path, monkeypatch):
     (row,) = build_corpus_report([tmp_path / "t"], "cmd", recheck_file=failed).rows
     assert (row.times_from, row.median_ms) == ("trace", 0.25)
     assert row.notes == ["the re-check of k3 did not pass: trace times kept"]
+    # a re-check on another GPU than the ceilings' is said
+    other = _recheck_file(tmp_path / "o.jsonl", again | {"gpu": "NVIDIA A100"})
+    ceilings = CorpusCeilings(gpu="NVIDIA H200")
+    (row,) = build_corpus_report([tmp_path / "t"], "cmd", ceilings, other).rows
+    assert row.notes == ["re-checked on NVIDIA A100, ceilings measured on NVIDIA H200"]
     # without a re-check file, nothing changes and the header does not mention one
     rep = build_corpus_report([tmp_path / "t"], "cmd")
     assert rep.rows[0].times_from == "trace" and "Kernel times" not in render_corpus_markdown(rep)

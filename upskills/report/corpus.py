@@ -228,7 +228,7 @@ def corpus_ceilings(
     return got
 
 
-def _use_recheck(row: TaskRow, recheck: Recheck | None) -> None:
+def _use_recheck(row: TaskRow, recheck: Recheck | None, ceilings_gpu: str | None) -> None:
     """Replace the final kernel's times with its re-check's, when it passed with a time."""
     if recheck is None:
         return
@@ -237,6 +237,8 @@ def _use_recheck(row: TaskRow, recheck: Recheck | None) -> None:
         return
     row.times_from, row.median_ms = "recheck", recheck.median_ms
     row.speedup_eager, row.speedup_compile = recheck.speedup, recheck.speedup_compile
+    if recheck.gpu and ceilings_gpu and recheck.gpu != ceilings_gpu:
+        row.notes.append(f"re-checked on {recheck.gpu}, ceilings measured on {ceilings_gpu}")
 
 
 @dataclass
@@ -347,6 +349,7 @@ def task_row(
     copy_bandwidth_gbs: float = COPY_BANDWIDTH_GBS,
     peak_tflops: float = PEAK_TFLOPS,
     rechecks: Mapping[str, Recheck] | None = None,
+    ceilings_gpu: str | None = None,
 ) -> TaskRow:
     """One row of the report for one task's sessions.
 
@@ -355,6 +358,7 @@ def task_row(
         copy_bandwidth_gbs: copy ceiling, GB/s.
         peak_tflops: matmul peak, TFLOP/s.
         rechecks: re-checks by kernel hash; the final kernel's, if there, gives its times.
+        ceilings_gpu: the GPU the ceilings were measured on (a re-check on another is noted).
 
     Returns:
         The row; ``notes`` says why any number is missing.
@@ -401,7 +405,7 @@ def task_row(
     row.language = kernel_language(sources.get(final.candidate_hash))
     row.speedup_eager, row.speedup_compile = final.speedup_eager, final.speedup_compile
     row.times_from = "trace"
-    _use_recheck(row, (rechecks or {}).get(final.candidate_hash))
+    _use_recheck(row, (rechecks or {}).get(final.candidate_hash), ceilings_gpu)
     seconds = row.median_ms * 1e-3
     if row.bound == "memory" and row.bytes is not None:
         row.gbs = row.bytes / seconds / 1e9
@@ -506,7 +510,9 @@ def build_corpus_report(
     for sessions in by_task.values():
         sessions.sort(key=lambda t: t.start.ts if t.start else "")
         rep.rows.append(
-            task_row(sessions, ceilings.copy_bandwidth_gbs, ceilings.peak_tflops, rechecks)
+            task_row(
+                sessions, ceilings.copy_bandwidth_gbs, ceilings.peak_tflops, rechecks, ceilings.gpu
+            )
         )
     rows = rep.rows
     solved = [r for r in rows if r.outcome == "solved"]
