@@ -436,7 +436,7 @@ def test_a_recheck_gives_the_final_kernel_its_times(tmp_path, monkeypatch):
         {"candidate_hash": "k2", "passed": True, "median_ms": 0.1, "speedup": 6.0},  # not final
         again | {"speedup_compile": 1.875, "gpu": "NVIDIA H200"},
     )
-    rep = build_corpus_report([tmp_path / "t"], "cmd", recheck_file=rows)
+    rep = build_corpus_report([tmp_path / "t"], "cmd", recheck_files=[rows])
     (row,) = rep.rows
     assert (row.final_kernel, row.times_from, row.median_ms) == ("k3", "recheck", 0.2)
     assert (row.speedup_eager, row.speedup_compile) == (3.0, 1.875)
@@ -447,13 +447,16 @@ def test_a_recheck_gives_the_final_kernel_its_times(tmp_path, monkeypatch):
     assert "| k3 (submit, re-check) | 0.2000 | 3.00x | 1.88x |" in md
     # a re-check that failed keeps the trace's times and says so
     failed = _recheck_file(tmp_path / "f.jsonl", {"candidate_hash": "k3", "passed": False})
-    (row,) = build_corpus_report([tmp_path / "t"], "cmd", recheck_file=failed).rows
+    (row,) = build_corpus_report([tmp_path / "t"], "cmd", recheck_files=[failed]).rows
     assert (row.times_from, row.median_ms) == ("trace", 0.25)
     assert row.notes == ["the re-check of k3 did not pass: trace times kept"]
+    # two files: the last one's row for a kernel wins
+    (row,) = build_corpus_report([tmp_path / "t"], "cmd", recheck_files=[failed, rows]).rows
+    assert (row.times_from, row.median_ms) == ("recheck", 0.2)
     # a re-check on another GPU than the ceilings' is said
     other = _recheck_file(tmp_path / "o.jsonl", again | {"gpu": "NVIDIA A100"})
     ceilings = CorpusCeilings(gpu="NVIDIA H200")
-    (row,) = build_corpus_report([tmp_path / "t"], "cmd", ceilings, other).rows
+    (row,) = build_corpus_report([tmp_path / "t"], "cmd", ceilings, [other]).rows
     assert row.notes == ["re-checked on NVIDIA A100, ceilings measured on NVIDIA H200"]
     # without a re-check file, nothing changes and the header does not mention one
     rep = build_corpus_report([tmp_path / "t"], "cmd")
@@ -466,10 +469,15 @@ def test_a_bad_recheck_file_is_a_clear_error(tmp_path, monkeypatch):
     bad = tmp_path / "bad.jsonl"
     bad.write_text('{"candidate_hash": "k3", "passed": true}\n[1, 2]\n')
     with pytest.raises(ValueError, match=r"bad.jsonl:2: bad re-check row"):
-        build_corpus_report([tmp_path / "t"], "cmd", recheck_file=bad)
+        build_corpus_report([tmp_path / "t"], "cmd", recheck_files=[bad])
     args = ["traces", "report", "t", "--out", "r.md", "--recheck"]
     res = CliRunner().invoke(main, [*args, "missing.jsonl"])
     assert res.exit_code != 0 and "cannot read re-check file" in res.output
+    _recheck_file(tmp_path / "good.jsonl", {"candidate_hash": "k3", "passed": True})
+    res = CliRunner().invoke(main, [*args, "good.jsonl", "--recheck", "good.jsonl"])
+    assert res.exit_code == 0, res.output
+    assert "--recheck good.jsonl --recheck good.jsonl --out r.md" in (tmp_path / "r.md").read_text()
+    (tmp_path / "r.md").unlink()
     res = CliRunner().invoke(main, [*args, "bad.jsonl"])
     assert res.exit_code != 0 and "bad.jsonl:2: bad re-check row" in res.output
     assert not (tmp_path / "r.md").exists()

@@ -241,11 +241,12 @@ def export_cmd(paths: tuple[str, ...], fmt: str, out: str | None) -> None:
 )
 @click.option(
     "--recheck",
-    "recheck_file",
+    "recheck_files",
     type=click.Path(dir_okay=False),
+    multiple=True,
     help="Re-check rows (JSON lines with candidate_hash, median_ms, speedup, speedup_compile): "
-    "a final kernel found there takes its times from it, e.g. from the GPU call that measured "
-    "the ceilings.",
+    "a final kernel found there takes its times from it, e.g. from the GPU calls that measured "
+    "the ceilings (repeatable; the last file's row wins).",
 )
 def report_cmd(
     paths: tuple[str, ...],
@@ -254,7 +255,7 @@ def report_cmd(
     ceilings_file: str | None,
     copy_bandwidth_gbs: float | None,
     peak_tflops: float | None,
-    recheck_file: str | None,
+    recheck_files: tuple[str, ...],
 ) -> None:
     """Write a Markdown report of a teacher corpus: one row per task, geomeans, shortfalls.
 
@@ -267,7 +268,7 @@ def report_cmd(
     files = _files(paths)
     argv = ["upskills", "traces", "report", *paths]
     argv += ["--ceilings", ceilings_file] if ceilings_file else []
-    argv += ["--recheck", recheck_file] if recheck_file else []
+    argv += [a for f in recheck_files for a in ("--recheck", f)]
     argv += ["--out", out] + (["--json", json_out] if json_out else [])
     try:
         ceilings = corpus_ceilings(ceilings_file, copy_bandwidth_gbs, peak_tflops)
@@ -275,7 +276,7 @@ def report_cmd(
             argv += ["--copy-bandwidth-gbs", f"{ceilings.copy_bandwidth_gbs:g}"]
         if ceilings_file is None or peak_tflops is not None:
             argv += ["--peak-tflops", f"{ceilings.peak_tflops:g}"]
-        rep = write_corpus_report(files, out, json_out, shlex.join(argv), ceilings, recheck_file)
+        rep = write_corpus_report(files, out, json_out, shlex.join(argv), ceilings, recheck_files)
     except ValueError as exc:
         raise click.ClickException(str(exc)) from exc
     t = rep.totals

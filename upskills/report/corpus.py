@@ -179,8 +179,8 @@ class CorpusReport(BaseModel):
     """``role/name`` of the agents that produced the traces (from run_start)."""
     ceilings: CorpusCeilings = Field(default_factory=CorpusCeilings)
     """Ceilings used."""
-    recheck_file: str | None = None
-    """Re-check file whose times replace the traces' for the final kernels it re-checked."""
+    recheck_files: list[str] = Field(default_factory=list)
+    """Re-check files whose times replace the traces' for the final kernels they re-checked."""
     rows: list[TaskRow] = Field(default_factory=list)
     """One row per task."""
     totals: dict[str, int] = Field(default_factory=dict)
@@ -478,7 +478,7 @@ def build_corpus_report(
     paths: Iterable[str | Path],
     command: str,
     ceilings: CorpusCeilings | None = None,
-    recheck_file: str | Path | None = None,
+    recheck_files: Sequence[str | Path] = (),
 ) -> CorpusReport:
     """Read traces, group them by task and compute the report.
 
@@ -486,7 +486,8 @@ def build_corpus_report(
         paths: trace files or folders (searched recursively for ``*.jsonl``).
         command: the command line to record in the report.
         ceilings: ceilings to divide by (default: the built-in ones).
-        recheck_file: re-check rows (JSON lines) whose times replace the final kernels'.
+        recheck_files: re-check rows (JSON lines) whose times replace the final kernels'; a
+            kernel in several files takes the last file's row.
 
     Returns:
         The report.
@@ -495,9 +496,9 @@ def build_corpus_report(
         ValueError: a trace has no run_start (names the file).
     """
     ceilings = ceilings or CorpusCeilings()
-    rechecks = load_rechecks(recheck_file) if recheck_file is not None else {}
+    rechecks = {h: r for f in recheck_files for h, r in load_rechecks(f).items()}
     rep = CorpusReport(command=command, ceilings=ceilings)
-    rep.recheck_file = str(recheck_file) if recheck_file is not None else None
+    rep.recheck_files = [str(f) for f in recheck_files]
     by_task: dict[str, list[TraceFile]] = {}
     for path in iter_trace_files(paths):
         trace = read_trace(path)
@@ -547,7 +548,7 @@ def write_corpus_report(
     json_out: str | Path | None = None,
     command: str | None = None,
     ceilings: CorpusCeilings | None = None,
-    recheck_file: str | Path | None = None,
+    recheck_files: Sequence[str | Path] = (),
 ) -> CorpusReport:
     """Compute the report and write it as Markdown (and JSON when ``json_out`` is given).
 
@@ -557,7 +558,7 @@ def write_corpus_report(
         json_out: JSON file to write, or None.
         command: command line to record (default: the equivalent ``upskills traces report``).
         ceilings: ceilings to divide by (default: the built-in ones).
-        recheck_file: re-check rows whose times replace the final kernels' (see
+        recheck_files: re-check files whose rows replace the final kernels' times (see
             :func:`load_rechecks`).
 
     Returns:
@@ -566,7 +567,7 @@ def write_corpus_report(
     paths = [str(p) for p in paths]
     if command is None:
         command = shlex.join(["upskills", "traces", "report", *paths, "--out", str(out)])
-    rep = build_corpus_report(paths, command, ceilings, recheck_file)
+    rep = build_corpus_report(paths, command, ceilings, recheck_files)
     Path(out).parent.mkdir(parents=True, exist_ok=True)
     Path(out).write_text(render_corpus_markdown(rep), encoding="utf-8")
     if json_out is not None:

@@ -39,14 +39,15 @@ def _ceilings_line(rep: CorpusReport) -> str:
 
 
 def _times_lines(rep: CorpusReport) -> list[str]:
-    if rep.recheck_file is None:
+    if not rep.recheck_files:
         return []
     timed = [r for r in rep.rows if r.times_from is not None]
     again = sum(r.times_from == "recheck" for r in timed)
+    files = ", ".join(f"`{f}`" for f in rep.recheck_files)
     return [
-        f"- Kernel times: {again} of {len(timed)} final kernels from their re-check in "
-        f"`{rep.recheck_file}` (marked `re-check` in the final column; speedups are the "
-        "re-check's, against the verifier's baselines), the rest from their traces' verdicts."
+        f"- Kernel times: {again} of {len(timed)} final kernels from their re-check in {files} "
+        "(marked `re-check` in the final column; speedups are the re-check's, against the "
+        "verifier's baselines), the rest from their traces' verdicts."
     ]
 
 
