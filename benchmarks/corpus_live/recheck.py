@@ -8,7 +8,8 @@ each task's final kernel (the session whose kernel recorded the best benchmark s
 correctness-only pass (``--no-timing``, ``--warm`` processes per GPU) builds every CUDA
 extension into the verifier's compile cache; then the timed checks run one at a time per GPU, so
 no two timings share a GPU. Rows are appended to ``--out`` (JSON lines) as they come; a summary
-line at the end.
+line at the end. A session that already has a row without an error in ``--out`` is skipped, so
+a run cut by a call's time limit goes on where it stopped when given its file again.
 
     python benchmarks/corpus_live/recheck.py traces/corpus-live --finals --out recheck.jsonl
 """
@@ -112,6 +113,14 @@ def recheck(folder: Path, gpu: str, timeout: float, timing: bool = True) -> dict
     return row
 
 
+def _rows(path: Path) -> list[dict[str, Any]]:
+    """The rows already in a re-check file (none when it does not exist)."""
+    if not path.exists():
+        return []
+    lines = path.read_text(encoding="utf-8").splitlines()
+    return [json.loads(line) for line in lines if line.strip()]
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("root", type=Path, help="folder of session folders")
@@ -135,6 +144,10 @@ def main() -> int:
         wanted = args.tasks.split(",")  # checked in the order given
         by_task = {task_name(f): f for f in folders}
         folders = [by_task[t] for t in wanted if t in by_task]
+    done = {r["session"] for r in _rows(args.out) if "error" not in r}
+    if done:
+        print(f"resuming: {len(done)} sessions already in {args.out}", flush=True)
+        folders = [f for f in folders if f.name not in done]
     if args.warm:
         slots = [g for g in gpus for _ in range(args.warm)]
         with ThreadPoolExecutor(len(slots)) as pool:

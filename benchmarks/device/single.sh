@@ -6,7 +6,8 @@
 #                    -> $OUT/round.txt, sessions.tgz, cache.tgz
 #   RECHECK=t1,t2    re-check of these tasks' final kernels in fresh `upskills check` processes
 #                    (RECHECK=all: every solved task; WARM=0 skips the untimed build pass, for a
-#                    machine that built them in an earlier call) -> $OUT/recheck.jsonl
+#                    machine that built them in an earlier call; RECHECK_FROM=FILE resumes an
+#                    earlier call's re-check file) -> $OUT/recheck.jsonl
 #   CEILINGS=1       copy and matmul ceilings -> $OUT/ceilings.json
 #   KB_PROBLEMS=N    KernelBench's harness next to upskills' judge (KB_SKIP first skipped)
 #                    -> $OUT/vs_kernelbench.json
@@ -44,6 +45,8 @@ if 'load_inline' in s: exec(compile(s, 'warm', 'exec'), {'__name__': 'warm'})" "
 fi
 
 if [ -n "${RECHECK:-}" ]; then
+  # RECHECK_FROM=FILE (a re-check file of an earlier call, in the repo): go on where it stopped.
+  [ -n "${RECHECK_FROM:-}" ] && cp "$RECHECK_FROM" "$OUT/recheck.jsonl"
   sel=(--tasks "$RECHECK"); [ "$RECHECK" = all ] && sel=()
   timeout "$(left 60)" python3 benchmarks/corpus_live/recheck.py traces/corpus-live --finals "${sel[@]}" \
     --gpus 0 --warm "${WARM:-3}" --out "$OUT/recheck.jsonl" > "$OUT/recheck.log" 2>&1
