@@ -6,7 +6,8 @@
 #                    -> $OUT/round.txt, sessions.tgz, cache.tgz
 #   RECHECK=t1,t2    re-check of these tasks' final kernels in fresh `upskills check` processes
 #                    (RECHECK=all: every solved task; WARM=0 skips the untimed build pass, for a
-#                    machine that built them in an earlier call; RECHECK_FROM=FILE resumes an
+#                    machine that built them in an earlier call; WARM=build builds the finals' CUDA
+#                    extensions all at once instead, like the round stage; RECHECK_FROM=FILE resumes an
 #                    earlier call's re-check file) -> $OUT/recheck.jsonl
 #   CEILINGS=1       copy and matmul ceilings -> $OUT/ceilings.json
 #   KB_PROBLEMS=N    KernelBench's harness next to upskills' judge (KB_SKIP first skipped)
@@ -33,10 +34,9 @@ if [ -n "${ROUND:-}" ]; then
   # As root, candidates run as nobody with their compile caches in /tmp/upskills-sandbox-0:
   # build there, then hand the folder to nobody.
   sandbox=/tmp/upskills-sandbox-$(id -u); mkdir -p "$sandbox/torch_extensions"
-  for f in $(grep -v '^\s*#' "$ROUND" | awk 'NF {print $1}'); do
-    TORCH_EXTENSIONS_DIR=$sandbox/torch_extensions python3 -c "import json,sys; s=json.load(open(sys.argv[1]+'/state.json'))['current_source'] or ''
-if 'load_inline' in s: exec(compile(s, 'warm', 'exec'), {'__name__': 'warm'})" "$f" > /dev/null 2>&1 &
-  done; wait; echo "extensions built at $(( $(date +%s) - start )) s"
+  TORCH_EXTENSIONS_DIR=$sandbox/torch_extensions timeout 300 python3 benchmarks/corpus_live/build_extensions.py \
+    $(grep -v '^\s*#' "$ROUND" | awk 'NF {print $1}') | grep -v ': built'
+  echo "extensions built at $(( $(date +%s) - start )) s"
   [ "$(id -u)" = 0 ] && chown -R nobody: "$sandbox"
   timeout "$(left 20)" python3 benchmarks/corpus_live/round.py "$ROUND" --out "$OUT" --workers "${WORKERS:-3}"
   echo "round exit $? at $(( $(date +%s) - start )) s"
@@ -48,8 +48,16 @@ if [ -n "${RECHECK:-}" ]; then
   # RECHECK_FROM=FILE (a re-check file of an earlier call, in the repo): go on where it stopped.
   [ -n "${RECHECK_FROM:-}" ] && cp "$RECHECK_FROM" "$OUT/recheck.jsonl"
   sel=(--tasks "$RECHECK"); [ "$RECHECK" = all ] && sel=()
+  warm=${WARM:-3}
+  if [ "$warm" = build ]; then  # the finals' CUDA extensions built all at once, no untimed pass
+    sandbox=/tmp/upskills-sandbox-$(id -u); mkdir -p "$sandbox/torch_extensions"
+    TORCH_EXTENSIONS_DIR=$sandbox/torch_extensions timeout "$(left 120)" \
+      python3 benchmarks/corpus_live/build_extensions.py --finals traces/corpus-live "${sel[@]}" | grep -v ': built'
+    [ "$(id -u)" = 0 ] && chown -R nobody: "$sandbox"; warm=0
+    echo "finals' extensions built at $(( $(date +%s) - start )) s"
+  fi
   timeout "$(left 60)" python3 benchmarks/corpus_live/recheck.py traces/corpus-live --finals "${sel[@]}" \
-    --gpus 0 --warm "${WARM:-3}" --out "$OUT/recheck.jsonl" > "$OUT/recheck.log" 2>&1
+    --gpus 0 --warm "$warm" --out "$OUT/recheck.jsonl" > "$OUT/recheck.log" 2>&1
   echo "recheck exit $?" >> "$OUT/recheck.log"; tail -4 "$OUT/recheck.log"
 fi
 

@@ -1,0 +1,91 @@
+"""Build the ``load_inline`` CUDA extensions of session kernels in parallel, before they are judged.
+
+A verdict compiles its candidate's extension itself, one check at a time; built here first, all
+at once (one process per kernel, as many as there are CPU cores), the checks find them in the
+compile cache (``load_inline`` caches by name and source) and spend their time judging. A build
+that fails here fails again in the check that follows, which reports it: this script only
+prints one line per kernel and never stops on a failure.
+
+    python benchmarks/corpus_live/build_extensions.py FOLDER...           # the sessions' current kernels
+    python benchmarks/corpus_live/build_extensions.py --finals traces/corpus-live [--tasks a,b]
+
+Set ``TORCH_EXTENSIONS_DIR`` to the folder the checks use (single.sh does).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from recheck import finals, task_name  # noqa: E402  # pyright: ignore[reportMissingImports]
+
+from upskills.trace import read_trace  # noqa: E402
+
+BUILD = (
+    "import sys\n"
+    "src = sys.stdin.read()\n"
+    "exec(compile(src, 'build', 'exec'), {'__name__': 'build'})\n"
+)
+
+
+def sources(folders: list[Path], final: bool) -> list[tuple[str, str]]:
+    """(folder name, kernel source) of each folder whose kernel builds a CUDA extension."""
+    out = []
+    for folder in folders:
+        if final:
+            end = read_trace(folder / "trace.jsonl").end
+            src = end.best_kernel_source if end else None
+        else:
+            state = json.loads((folder / "state.json").read_text(encoding="utf-8"))
+            src = state.get("current_source")
+        if src and "load_inline" in src:
+            out.append((folder.name, src))
+    return out
+
+
+def build(name: str, src: str, timeout: float) -> str:
+    t0 = time.monotonic()
+    try:
+        proc = subprocess.run(
+            [sys.executable, "-c", BUILD], input=src, capture_output=True, text=True,
+            timeout=timeout,
+        )
+        status = "built" if proc.returncode == 0 else f"failed: {proc.stderr.strip()[-200:]!r}"
+    except subprocess.TimeoutExpired:
+        status = f"timed out after {timeout:.0f} s"
+    return f"{name}: {status} ({time.monotonic() - t0:.0f} s)"
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("folders", nargs="*", type=Path, help="session folders (their current kernel)")
+    ap.add_argument("--finals", type=Path, help="a corpus root: each task's final kernel instead")
+    ap.add_argument("--tasks", default=None, help="with --finals: only these tasks (comma-separated)")
+    ap.add_argument("--timeout", type=float, default=240)
+    args = ap.parse_args()
+    if args.finals:
+        folders = finals(sorted(p.parent for p in args.finals.glob("*/state.json")))
+        if args.tasks:
+            wanted = set(args.tasks.split(","))
+            folders = [f for f in folders if task_name(f) in wanted]
+        jobs = sources(folders, final=True)
+    else:
+        jobs = sources(args.folders, final=False)
+    t0 = time.monotonic()
+    with ThreadPoolExecutor(max(1, min(len(jobs), os.cpu_count() or 1))) as pool:
+        for line in pool.map(lambda j: build(j[0], j[1], args.timeout), jobs):
+            print(line, flush=True)
+    print(f"{len(jobs)} extensions in {time.monotonic() - t0:.0f} s", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
