@@ -6,7 +6,7 @@ compile cache (``load_inline`` caches by name and source) and spend their time j
 that fails here fails again in the check that follows, which reports it: this script only
 prints one line per kernel and never stops on a failure.
 
-    python benchmarks/corpus_live/build_extensions.py FOLDER...           # the sessions' current kernels
+    python benchmarks/corpus_live/build_extensions.py FOLDER...  # the sessions' current kernels
     python benchmarks/corpus_live/build_extensions.py --finals traces/corpus-live [--tasks a,b]
 
 Set ``TORCH_EXTENSIONS_DIR`` to the folder the checks use (single.sh does).
@@ -55,7 +55,10 @@ def build(name: str, src: str, timeout: float) -> str:
     t0 = time.monotonic()
     try:
         proc = subprocess.run(
-            [sys.executable, "-c", BUILD], input=src, capture_output=True, text=True,
+            [sys.executable, "-c", BUILD],
+            input=src,
+            capture_output=True,
+            text=True,
             timeout=timeout,
         )
         status = "built" if proc.returncode == 0 else f"failed: {proc.stderr.strip()[-200:]!r}"
@@ -68,7 +71,7 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("folders", nargs="*", type=Path, help="session folders (their current kernel)")
     ap.add_argument("--finals", type=Path, help="a corpus root: each task's final kernel instead")
-    ap.add_argument("--tasks", default=None, help="with --finals: only these tasks (comma-separated)")
+    ap.add_argument("--tasks", default=None, help="with --finals: only these tasks")
     ap.add_argument("--timeout", type=float, default=240)
     args = ap.parse_args()
     if args.finals:
