@@ -4,7 +4,7 @@ For every session folder (``state.json`` + ``trace.jsonl``) that ended with a be
 writes that kernel to a file and runs the real command ``python -m upskills check TASK FILE
 --device cuda --json`` (TASK: the built-in name, or the KernelBench file the session loaded),
 then compares the new speedup vs eager with the one the trace recorded. With ``--finals``, only
-each task's final kernel (the session whose kernel recorded the best benchmark speedup). First a
+each task's final kernel (the one ``upskills traces report`` shows). First a
 correctness-only pass (``--no-timing``, ``--warm`` processes per GPU) builds every CUDA
 extension into the verifier's compile cache; then the timed checks run one at a time per GPU, so
 no two timings share a GPU. Rows are appended to ``--out`` (JSON lines) as they come; a summary
@@ -27,6 +27,7 @@ from pathlib import Path
 from queue import Queue
 from typing import Any
 
+from upskills.report.corpus import build_corpus_report
 from upskills.trace import read_trace
 from upskills.trace.attempts import attempts_of
 
@@ -51,17 +52,22 @@ def recorded_speedup(trace) -> float | None:  # noqa: ANN001 - a TraceFile
 
 
 def finals(folders: list[Path]) -> list[Path]:
-    """Per task, the session whose final kernel recorded the best benchmark speedup."""
-    best: dict[str, tuple[float, Path]] = {}
-    for folder in folders:
-        trace = read_trace(folder / "trace.jsonl")
-        speedup = recorded_speedup(trace)
-        if speedup is None or trace.end is None or not trace.end.best_kernel_source:
-            continue
-        task = task_name(folder)
-        if task not in best or speedup > best[task][0]:
-            best[task] = (speedup, folder)
-    return sorted(folder for _, folder in best.values())
+    """Per task, the session holding the final kernel of ``upskills traces report``.
+
+    The report's final kernel is the best passing submitted kernel over all sessions (else the
+    best passing one); re-checking any other kernel would time one the report does not show.
+    The session is the one whose trace ended with that kernel as its best.
+    """
+    traces = {str(f / "trace.jsonl"): f for f in folders}
+    report = build_corpus_report(list(traces), command="recheck")
+    out = []
+    for row in report.rows:
+        for path in row.traces:
+            end = read_trace(Path(path)).end
+            if row.final_kernel and end and end.best_kernel_hash == row.final_kernel:
+                out.append(traces[path])
+                break
+    return sorted(out)
 
 
 def task_name(folder: Path) -> str:
