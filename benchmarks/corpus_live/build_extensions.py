@@ -19,6 +19,7 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -28,12 +29,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from recheck import finals, task_name  # noqa: E402  # pyright: ignore[reportMissingImports]
 
 from upskills.trace import read_trace  # noqa: E402
-
-BUILD = (
-    "import sys\n"
-    "src = sys.stdin.read()\n"
-    "exec(compile(src, 'build', 'exec'), {'__name__': 'build'})\n"
-)
 
 
 def sources(folders: list[Path], final: bool) -> list[tuple[str, str]]:
@@ -52,18 +47,19 @@ def sources(folders: list[Path], final: bool) -> list[tuple[str, str]]:
 
 
 def build(name: str, src: str, timeout: float) -> str:
+    """Run one kernel module from a file of its own (Triton's ``jit`` needs a real file)."""
     t0 = time.monotonic()
-    try:
-        proc = subprocess.run(
-            [sys.executable, "-c", BUILD],
-            input=src,
-            capture_output=True,
-            text=True,
-            timeout=timeout,
-        )
-        status = "built" if proc.returncode == 0 else f"failed: {proc.stderr.strip()[-200:]!r}"
-    except subprocess.TimeoutExpired:
-        status = f"timed out after {timeout:.0f} s"
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / f"{name.replace('/', '_')}.py"
+        path.write_text(src, encoding="utf-8")
+        try:
+            proc = subprocess.run(
+                [sys.executable, str(path)], capture_output=True, text=True, timeout=timeout
+            )
+            ok = proc.returncode == 0
+            status = "built" if ok else f"failed: {proc.stderr.strip()[-200:]!r}"
+        except subprocess.TimeoutExpired:
+            status = f"timed out after {timeout:.0f} s"
     return f"{name}: {status} ({time.monotonic() - t0:.0f} s)"
 
 
