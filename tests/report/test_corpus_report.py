@@ -80,11 +80,12 @@ def _verdict(task, kernel, error=None, ms=None, eager_ms=None, compile_ms=None, 
     )
 
 
-def _trace(path, task, steps, end="solved", task_hash=None, ts=None, state=False):
+def _trace(path, task, steps, end="solved", task_hash=None, ts=None, state=False, best=None):
     """Write a trace; each step is (tool, kernel hash, verdict or None[, kernel source]).
 
     ``state=True`` writes it as a session folder: ``path`` is the folder, the trace its
-    ``trace.jsonl`` beside a ``state.json`` that embeds ``task``.
+    ``trace.jsonl`` beside a ``state.json`` that embeds ``task``. ``best``: the kernel hash the
+    run_end names as the session's best (its source: ``"# kernel <hash>"``).
     """
     if state:
         path.mkdir(parents=True)
@@ -117,7 +118,10 @@ def _trace(path, task, steps, end="solved", task_hash=None, ts=None, state=False
                 )
             )
         if end:
-            w.write(RunEnd(trace_id=tid, outcome=end))
+            source = f"# kernel {best}" if best else None
+            w.write(
+                RunEnd(trace_id=tid, outcome=end, best_kernel_hash=best, best_kernel_source=source)
+            )
     return path
 
 
@@ -481,3 +485,47 @@ def test_a_bad_recheck_file_is_a_clear_error(tmp_path, monkeypatch):
     res = CliRunner().invoke(main, [*args, "bad.jsonl"])
     assert res.exit_code != 0 and "bad.jsonl:2: bad re-check row" in res.output
     assert not (tmp_path / "r.md").exists()
+
+
+def test_the_recheck_times_the_final_kernel_the_report_shows(tmp_path):
+    """recheck.py --finals re-checks the report's final kernel: the best *submitted* one, not the
+    session whose benchmark verdict was best (the seventh session re-checked the wrong GEMM)."""
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks" / "corpus_live"))
+    from recheck import finals, recorded_speedup  # pyright: ignore[reportMissingImports]
+
+    t = load_task("gemm_fp16")
+    v = lambda k, ms: _verdict(t, k, ms=ms, eager_ms=0.19, compile_ms=0.19)  # noqa: E731
+    s2 = _trace(
+        tmp_path / "gemm_fp16-s2",
+        t,
+        [("benchmark", "a", v("a", 0.2030)), ("submit", "a", v("a", 0.2035))],
+        ts="2026-12-01T00:00:00+00:00",
+        state=True,
+        best="a",
+    )
+    s3 = _trace(
+        tmp_path / "gemm_fp16-s3",
+        t,
+        [("benchmark", "b", v("b", 0.2071)), ("submit", "b", v("b", 0.1934))],
+        ts="2026-12-01T01:00:00+00:00",
+        state=True,
+        best="b",
+    )
+    other = load_task("vector_add")
+    _trace(
+        tmp_path / "vector_add",
+        other,
+        [("submit", "c", _verdict(other, "c", ms=0.3, eager_ms=0.6, compile_ms=0.4))],
+        state=True,
+        best="c",
+    )
+    folders = sorted(p.parent for p in tmp_path.glob("*/state.json"))
+    report = build_corpus_report([f / "trace.jsonl" for f in folders], command="test")
+    assert {r.task: r.final_kernel for r in report.rows} == {"gemm_fp16": "b", "vector_add": "c"}
+    assert [f.name for f in finals(folders)] == ["gemm_fp16-s3", "vector_add"]
+    # what the re-check compares with: the final kernel's benchmark verdict, not its submission
+    assert recorded_speedup(read_trace(s3)) == pytest.approx(0.19 / 0.2071, rel=1e-3)
+    assert recorded_speedup(read_trace(s2)) == pytest.approx(0.19 / 0.2030, rel=1e-3)
