@@ -24,6 +24,7 @@ from typing import Any, cast
 from upskills.verify import transport
 from upskills.verify.candidate_timing import TimingRequests, flatten_any
 from upskills.verify.guards import LaunchCounter, LibrarySnapshot, OpLog, live_threads
+from upskills.verify.interface import mismatch, signature_problem
 from upskills.verify.protocol import (
     REQUEST,
     Ack,
@@ -143,34 +144,11 @@ def _params(fn: Any) -> list[inspect.Parameter]:
 def check_signature(ref: list[Param], cand_fn: Any, method: str, display: str, line: int) -> None:
     """Raise INTERFACE unless the candidate accepts the reference's arguments by name."""
     cand = _params(cand_fn)
-    var_kinds = ("VAR_POSITIONAL", "VAR_KEYWORD")
-    problem = ""
-    for i, rp in enumerate(ref):
-        if rp.kind in var_kinds:
-            break
-        if i >= len(cand):
-            problem = f"missing parameter {rp.name!r}"
-            break
-        cp = cand[i]
-        if cp.kind.name in var_kinds:
-            break
-        if cp.name != rp.name:
-            problem = f"parameter {i + 1} is {cp.name!r}, expected {rp.name!r}"
-            break
-    else:
-        extra = [
-            p for p in cand[len(ref) :] if p.kind.name not in var_kinds and p.default is p.empty
-        ]
-        if extra:
-            problem = f"extra parameter {extra[0].name!r} has no default"
-    if problem:
-        mine = "".join(", " + str(p) for p in cand)
-        theirs = "".join(", " + p.text for p in ref)
+    if problem := signature_problem(ref, cand):
         raise StageFailure(
             ErrorClass.INTERFACE,
             VerdictStage.INTERFACE,
-            f"{display}:{line}: ModelNew.{method}(self{mine}) does not match "
-            f"Model.{method}(self{theirs}): {problem}",
+            mismatch(display, line, method, ref, cand, problem),
         )
 
 

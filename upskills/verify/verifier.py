@@ -27,6 +27,7 @@ from upskills.core.device import resolve_device as core_resolve_device
 from upskills.core.hashing import kernel_hash
 from upskills.tasks.model import Task
 from upskills.verify.baselines import restore_rewritten, snapshot_cache
+from upskills.verify.interface import static_interface_issue
 from upskills.verify.judge import JudgeJob, JudgeResult
 from upskills.verify.options import CheckOptions
 from upskills.verify.package_guard import PackageSnapshot
@@ -239,6 +240,10 @@ class Verifier:
             verdict.error_class, verdict.stage = ErrorClass.GUARD, VerdictStage.GUARDS
             verdict.guard = f"static:{issues[0].rule}"
             verdict.message = issues[0].message + more
+            return
+        if wrong := static_interface_issue(tree, task.source, display):  # before any import
+            verdict.error_class, verdict.stage = ErrorClass.INTERFACE, VerdictStage.INTERFACE
+            verdict.message = wrong
             return
         notes = []
         if self.device == "cpu":
