@@ -113,6 +113,10 @@ def test_each_mismatch_is_named(change, problem):
         CUDA_CANDIDATE.replace(
             "    def __init__(self):", "    @staticmethod\n    def __init__(self):"
         ),
+        # the constructor is rebound in the class body after its def
+        CUDA_CANDIDATE.replace(
+            "    def forward(", "    __init__ = nn.Module.__init__\n\n    def forward("
+        ),
         # no class statement at all (made by a factory)
         CUDA_CANDIDATE.replace("class ModelNew(nn.Module):", "class _Base(nn.Module):")
         + "\n\nModelNew = _Base\n",

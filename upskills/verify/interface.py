@@ -109,8 +109,10 @@ def _class(tree: ast.Module, name: str) -> ast.ClassDef | None:
 
 
 def _method(cls: ast.ClassDef, name: str) -> ast.FunctionDef | None:
+    """The class body's one plain ``def name`` (no decorator, nothing else binding the name)."""
     found = [n for n in cls.body if isinstance(n, ast.FunctionDef) and n.name == name]
-    return found[0] if len(found) == 1 and not found[0].decorator_list else None
+    binders = sum(_binds(n, name) for n in cls.body)
+    return found[0] if len(found) == 1 and binders == 1 and not found[0].decorator_list else None
 
 
 def static_interface_issue(candidate: ast.Module, reference: str, display: str) -> str | None:
