@@ -17,6 +17,7 @@
 #   TESTS=1          the GPU test suite (-m gpu): untimed tests with 8 xdist workers, then the
 #                    tests that need a timed verdict one at a time -> $OUT/gpu_tests.log
 #   TESTS="a b"      only these test ids, one at a time
+#   SESSIONS=tmp     first unpack the sessions that earlier calls' rounds judged on this machine
 # Carry: .whl, and .kb / .corpus-cache where a stage needs them.
 # Usage: bash benchmarks/device/single.sh [BUDGET_S]
 set -uo pipefail
@@ -27,6 +28,14 @@ left() { echo $((budget - $(date +%s) + start - ${1:-0})); }
 export UPSKILLS_CACHE_DIR=/tmp/upskills-cache
 mkdir -p "$UPSKILLS_CACHE_DIR"
 [ -d .corpus-cache ] && cp -n .corpus-cache/* "$UPSKILLS_CACHE_DIR/" 2>/dev/null
+
+# SESSIONS=tmp: the sessions judged by earlier calls on this machine start (kept in the device's
+# /tmp: a machine stays warm 30 s between calls) are unpacked over the carried ones first, so a
+# re-check sees the rounds it follows without a round trip. Only when no attempt was written
+# here since: the unpacked folders replace the carried ones.
+if [ "${SESSIONS:-}" = tmp ] && [ -f /tmp/upskills-sessions.tgz ]; then
+  tar xzf /tmp/upskills-sessions.tgz && echo "earlier calls' sessions unpacked"
+fi
 
 if [ -n "${ROUND:-}" ]; then
   # Build the round's CUDA extensions in parallel first (load_inline caches them by name and
@@ -42,14 +51,22 @@ if [ -n "${ROUND:-}" ]; then
   echo "round exit $? at $(( $(date +%s) - start )) s"
   folders=$(grep -v '^\s*#' "$ROUND" | awk 'NF {print $1}')
   tar czf "$OUT/sessions.tgz" $folders
+  # kept for the next call on this machine start, with every earlier call's sessions
+  mkdir -p /tmp/upskills-sessions && tar xzf "$OUT/sessions.tgz" -C /tmp/upskills-sessions \
+    && tar czf /tmp/upskills-sessions.tgz -C /tmp/upskills-sessions .
 fi
 
-if [ -n "${RECHECK:-}" ]; then
+if [ -n "${RECHECK:-}" ] && [ "$(left 60)" -lt 45 ]; then
+  # timeout(1) reads a negative duration as an option (round 12's call lost its re-check so)
+  echo "RECHECK skipped: $(left) s of the budget left, too little for a timed re-check"
+elif [ -n "${RECHECK:-}" ]; then
   # RECHECK_FROM=FILE (a re-check file of an earlier call, in the repo): go on where it stopped.
   [ -n "${RECHECK_FROM:-}" ] && cp "$RECHECK_FROM" "$OUT/recheck.jsonl"
   sel=(--tasks "$RECHECK"); [ "$RECHECK" = all ] && sel=()
   warm=${WARM:-3}
-  if [ "$warm" = build ]; then  # the finals' CUDA extensions built all at once, no untimed pass
+  if [ "$warm" = build ] && [ "$(left 120)" -lt 30 ]; then
+    echo "finals' extensions not built: $(left) s left; the re-check builds each as it goes"; warm=0
+  elif [ "$warm" = build ]; then  # the finals' CUDA extensions built all at once, no untimed pass
     sandbox=/tmp/upskills-sandbox-$(id -u); mkdir -p "$sandbox/torch_extensions"
     TORCH_EXTENSIONS_DIR=$sandbox/torch_extensions timeout "$(left 120)" \
       python3 benchmarks/corpus_live/build_extensions.py --finals traces/corpus-live "${sel[@]}" | grep -v ': built'
