@@ -75,8 +75,14 @@ def task_name(folder: Path) -> str:
     return json.loads((folder / "state.json").read_text(encoding="utf-8"))["task"]["name"]
 
 
-def recheck(folder: Path, gpu: str, timeout: float, timing: bool = True) -> dict[str, Any]:
-    """Re-check one session's final kernel on ``gpu``; returns a result row."""
+def recheck(
+    folder: Path, gpu: str, timeout: float, timing: bool = True, fresh: bool = False
+) -> dict[str, Any]:
+    """Re-check one session's final kernel on ``gpu``; returns a result row.
+
+    ``fresh``: the baselines are timed again in the check, beside the kernel
+    (``upskills check --fresh-baselines``), not read from the cache.
+    """
     state = json.loads((folder / "state.json").read_text(encoding="utf-8"))
     task = state["task"]
     spec = task["name"] if task.get("origin", "builtin") == "builtin" else task["origin"]
@@ -93,6 +99,9 @@ def recheck(folder: Path, gpu: str, timeout: float, timing: bool = True) -> dict
         cmd = [sys.executable, "-m", "upskills", "check", spec, str(kernel), "--device", "cuda"]
         if not timing:
             cmd += ["--no-timing", "--seeds", "1"]
+        elif fresh:
+            cmd += ["--fresh-baselines"]
+            row["fresh_baselines"] = True
         env = dict(os.environ, CUDA_VISIBLE_DEVICES=gpu)
         try:
             proc = subprocess.run(
@@ -111,6 +120,7 @@ def recheck(folder: Path, gpu: str, timeout: float, timing: bool = True) -> dict
         "speedup_compile": verdict.get("speedup_compile"),
         "gpu": verdict.get("gpu"),
         "median_ms": (verdict.get("timing") or {}).get("median_ms"),
+        "eager_ms": ((verdict.get("baselines") or {}).get("eager") or {}).get("median_ms"),
         "candidate_hash": verdict.get("candidate_hash"),
     }
     if new and recorded:
@@ -136,7 +146,13 @@ def main() -> int:
     ap.add_argument("--finals", action="store_true", help="only each task's final kernel")
     ap.add_argument("--warm", type=int, default=3, help="compile-pass processes per GPU (0: none)")
     ap.add_argument("--tasks", default=None, help="only these task names (comma-separated)")
+    ap.add_argument(
+        "--fresh-baselines",
+        default="",
+        help="tasks (comma-separated, or all) whose baselines are timed again in the check",
+    )
     args = ap.parse_args()
+    fresh = set(args.fresh_baselines.split(",")) - {""}
     if args.gpus:
         gpus = args.gpus.split(",")
     else:
@@ -172,7 +188,8 @@ def main() -> int:
     def one(folder: Path) -> dict[str, Any]:
         gpu = free.get()
         try:
-            return recheck(folder, gpu, args.timeout)
+            again = "all" in fresh or task_name(folder) in fresh
+            return recheck(folder, gpu, args.timeout, fresh=again)
         finally:
             free.put(gpu)
 

@@ -8,7 +8,8 @@
 #                    (RECHECK=all: every solved task; WARM=0 skips the untimed build pass, for a
 #                    machine that built them in an earlier call; WARM=build builds the finals' CUDA
 #                    extensions all at once instead, like the round stage; RECHECK_FROM=FILE resumes an
-#                    earlier call's re-check file) -> $OUT/recheck.jsonl
+#                    earlier call's re-check file; FRESH=t1,t2 or all: these tasks' baselines timed
+#                    again beside the kernel, not read from the cache) -> $OUT/recheck.jsonl
 #   CEILINGS=1       copy and matmul ceilings -> $OUT/ceilings.json
 #   KB_PROBLEMS=N    KernelBench's harness next to upskills' judge (KB_SKIP first skipped)
 #                    -> $OUT/vs_kernelbench.json
@@ -74,7 +75,7 @@ elif [ -n "${RECHECK:-}" ]; then
     echo "finals' extensions built at $(( $(date +%s) - start )) s"
   fi
   timeout "$(left 60)" python3 benchmarks/corpus_live/recheck.py traces/corpus-live --finals "${sel[@]}" \
-    --gpus 0 --warm "$warm" --out "$OUT/recheck.jsonl" > "$OUT/recheck.log" 2>&1
+    --gpus 0 --warm "$warm" --fresh-baselines "${FRESH:-}" --out "$OUT/recheck.jsonl" > "$OUT/recheck.log" 2>&1
   echo "recheck exit $?" >> "$OUT/recheck.log"; tail -4 "$OUT/recheck.log"
 fi
 

@@ -59,6 +59,24 @@ def test_baselines_are_cached_per_gpu_torch_and_task(cuda_verifier, add_task):
     assert second.baselines["eager"] == first.baselines["eager"]  # same cached measurement
 
 
+def test_fresh_baselines_are_timed_beside_the_kernel_and_not_cached(cuda_verifier, add_task):
+    from upskills.verify import CheckOptions
+    from upskills.verify.baselines import lookup_baseline
+
+    first = cuda_verifier.check(add_task, GOOD_ADD)
+    cached = lookup_baseline(first.gpu or "", first.env["torch"], add_task.hash)
+    options = CheckOptions(seeds=1, timeout_s=300, fresh_baselines=True)
+    fresh = cuda_verifier.check(add_task, GOOD_ADD, options)
+    assert fresh.passed, fresh.message
+    assert "baselines timed in this check" in fresh.message
+    assert fresh.timing is not None and fresh.baselines["eager"].median_ms > 0
+    assert fresh.speedup_eager == pytest.approx(
+        fresh.baselines["eager"].median_ms / fresh.timing.median_ms, rel=1e-3
+    )
+    # the cache keeps the first measurement
+    assert lookup_baseline(first.gpu or "", first.env["torch"], add_task.hash) == cached
+
+
 # a correct add only in a process that is not root's: it passes where the judge (root) ran it
 # as another user, and fails where the candidate shared the judge's user
 ADD_ONLY_AS_ANOTHER_USER = GOOD_ADD.replace(

@@ -18,8 +18,11 @@ from upskills.verify.baselines import (
     user_cache_path,
 )
 from upskills.verify.hardware import datasheet_bandwidth, describe_hardware
+from upskills.verify.options import CheckOptions
+from upskills.verify.sandbox import JobOutcome
 from upskills.verify.timing import plan_reps, summarize
-from upskills.verify.verdict import Timing
+from upskills.verify.verdict import Timing, Verdict
+from upskills.verify.verifier import Verifier
 
 
 def test_summarize_percentiles_and_spread():
@@ -153,3 +156,90 @@ def test_importing_the_verifier_does_not_import_torch():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.split() == ["False", "False"]
+
+
+def _timed_verdict(task_hash: str) -> Verdict:
+    return Verdict(
+        task="t",
+        task_hash=task_hash,
+        candidate_hash="c",
+        device="cuda",
+        gpu="GPU X",
+        passed=True,
+        timing=_timing(2.0),
+        env={"gpu": "GPU X", "torch": "2.11"},
+    )
+
+
+def _verifier_measuring(result: dict | None) -> tuple[Verifier, list[str]]:
+    """A Verifier whose baseline job returns ``result`` (no child processes started)."""
+    verifier = object.__new__(Verifier)
+    verifier.device = "cuda"
+    calls: list[str] = []
+
+    def measure(task, timeout_s=0.0):  # noqa: ANN001, ANN202 - stands in for the CUDA child
+        calls.append(task.name)
+        return JobOutcome(result, False, 0, "", 0.1)
+
+    verifier.measure_baseline = measure  # type: ignore[method-assign]
+    return verifier, calls
+
+
+def test_fresh_baselines_are_timed_in_the_check_and_leave_the_cache_alone(
+    tmp_path, monkeypatch, add_task
+):
+    monkeypatch.setenv("UPSKILLS_CACHE_DIR", str(tmp_path))
+    cached = BaselineEntry(
+        task=add_task.name,
+        task_hash=add_task.hash,
+        gpu="GPU X",
+        torch="2.11",
+        eager=_timing(1.0),
+        compile=_timing(1.0),
+    )
+    store_baseline(cached)
+    before = (tmp_path / "baselines.json").read_text()
+    now = cached.model_copy(update={"eager": _timing(3.0), "compile": _timing(4.0)})
+    verifier, calls = _verifier_measuring(now.model_dump(mode="json"))
+
+    verdict = _timed_verdict(add_task.hash)
+    verifier._speedups(verdict, add_task, snapshot_cache(), fresh=True)
+    assert calls == [add_task.name]  # measured, not looked up
+    assert verdict.speedup_eager == 1.5 and verdict.speedup_compile == 2.0
+    assert verdict.message.endswith("(baselines timed in this check)")
+    assert (tmp_path / "baselines.json").read_text() == before  # not written
+
+    cached_verdict = _timed_verdict(add_task.hash)
+    verifier._speedups(cached_verdict, add_task, snapshot_cache())
+    assert calls == [add_task.name]  # the cache answers without a measurement
+    assert (
+        cached_verdict.speedup_eager == 0.5 and "timed in this check" not in cached_verdict.message
+    )
+
+
+def test_fresh_baselines_that_fail_give_no_speedup_and_say_so(tmp_path, monkeypatch, add_task):
+    monkeypatch.setenv("UPSKILLS_CACHE_DIR", str(tmp_path))
+    verifier, _ = _verifier_measuring(None)  # the baseline child died
+    verdict = _timed_verdict(add_task.hash)
+    verifier._speedups(verdict, add_task, snapshot_cache(), fresh=True)
+    assert verdict.speedup_eager is None and not verdict.baselines
+    assert "could not be timed again" in verdict.message
+
+
+def test_check_cli_passes_fresh_baselines_on(monkeypatch, tmp_path):
+    from click.testing import CliRunner
+
+    from upskills._cli.check import cli
+
+    seen: list[CheckOptions] = []
+
+    def fake_check(task, candidate, *, device, options):  # noqa: ANN001, ANN202
+        seen.append(options)
+        raise ValueError("stop here")
+
+    monkeypatch.setattr("upskills.verify.check", fake_check)
+    kernel = tmp_path / "k.py"
+    kernel.write_text("class ModelNew: pass\n")
+    CliRunner().invoke(cli, ["row_sum", str(kernel), "--fresh-baselines"])
+    CliRunner().invoke(cli, ["row_sum", str(kernel)])
+    assert [o.fresh_baselines for o in seen] == [True, False]

@@ -73,6 +73,12 @@ class CheckError(click.ClickException):
 )
 @click.option("--no-timing", is_flag=True, help="Skip timing (correctness only).")
 @click.option(
+    "--fresh-baselines",
+    is_flag=True,
+    help="Time eager and torch.compile again in this check (side by side with the candidate) "
+    "instead of reading the baseline cache.",
+)
+@click.option(
     "--timeout",
     type=click.FloatRange(min=1),
     default=120.0,
@@ -103,6 +109,7 @@ def cli(
     as_json: bool,
     seeds: int,
     no_timing: bool,
+    fresh_baselines: bool,
     timeout: float,
     variants: tuple[str, ...],
     seed: int | None,
@@ -129,6 +136,7 @@ def cli(
     options = CheckOptions(
         seeds=seeds,
         timing=not no_timing,
+        fresh_baselines=fresh_baselines,
         timeout_s=timeout,
         variants=list(variants) or None,
         seed=seed,

@@ -42,8 +42,9 @@ MEMORY_BOUND = {
 """Tags whose kernels are judged by achieved bandwidth."""
 COMPUTE_BOUND = {"gemm", "attention"}
 """Tags whose kernels are judged by achieved TFLOP/s (these win over MEMORY_BOUND)."""
-GEMM_TOLERANCE = 1.2
-"""A GEMM is "within 1.2x of torch.matmul" when eager median / kernel median >= 1 / 1.2."""
+GEMM_TARGET = 0.9
+"""A GEMM is counted when its speedup over torch.matmul (the task's eager reference) is at
+least this (issue 10's bar for the fp16 GEMM)."""
 BANDWIDTH_TARGET = 0.8
 """Memory-bound kernels are counted when they reach this fraction of the copy bandwidth."""
 STAGES = {"check": 0, "benchmark": 1, "profile": 1, "submit": 2}
@@ -425,8 +426,8 @@ def _shortfalls(row: TaskRow) -> list[str]:
         misses.append(f"slower than eager ({row.speedup_eager:.3f}x)")
     if row.pct_copy is not None and row.pct_copy < 100 * BANDWIDTH_TARGET:
         misses.append(f"{row.pct_copy:.1f}% of copy bandwidth")
-    if "gemm" in row.tags and (row.speedup_eager or 0.0) < 1 / GEMM_TOLERANCE:
-        misses.append(f"GEMM more than {GEMM_TOLERANCE}x slower than torch.matmul")
+    if "gemm" in row.tags and (row.speedup_eager or 0.0) < GEMM_TARGET:
+        misses.append(f"GEMM below {GEMM_TARGET}x torch.matmul")
     return misses
 
 
@@ -531,9 +532,7 @@ def build_corpus_report(
         "memory_bound_at_85pct_copy": sum((r.pct_copy or 0.0) >= 85.0 for r in memory),
         "final_times_from_recheck": sum(r.times_from == "recheck" for r in rows),
         "gemm": len(gemms),
-        "gemm_within_1.2x_matmul": sum(
-            (r.speedup_eager or 0.0) >= 1 / GEMM_TOLERANCE for r in gemms
-        ),
+        "gemm_at_0.9x_matmul": sum((r.speedup_eager or 0.0) >= GEMM_TARGET for r in gemms),
     }
     rep.geomeans = geomeans(rows)
     for r in rows:

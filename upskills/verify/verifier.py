@@ -300,7 +300,7 @@ class Verifier:
         if cache_before is not None:
             self._cache_guard(verdict, cache_before, display)
         if verdict.passed and verdict.timing is not None and options.baselines:
-            self._speedups(verdict, task, cache_before)
+            self._speedups(verdict, task, cache_before, fresh=options.fresh_baselines)
 
     def _package_guard(self, verdict: Verdict, display: str) -> None:
         """A candidate that rewrote upskills' own files fails, and the files are put back."""
@@ -394,10 +394,17 @@ class Verifier:
         fake = JobOutcome(None, False, cand.exit_code if cand else None, log, 0.0)
         verdict.message = _death_message(fake, path_marker, display)
 
-    def _speedups(self, verdict: Verdict, task: Task, cached: Any = None) -> None:
-        entry = self.baseline(
-            task, verdict.env.get("gpu", ""), verdict.env.get("torch", ""), cached
-        )
+    def _speedups(
+        self, verdict: Verdict, task: Task, cached: Any = None, *, fresh: bool = False
+    ) -> None:
+        if fresh:
+            entry = self.fresh_baseline(task)
+            if entry is None:
+                verdict.message += "; baselines could not be timed again in this check"
+        else:
+            entry = self.baseline(
+                task, verdict.env.get("gpu", ""), verdict.env.get("torch", ""), cached
+            )
         if entry is None or verdict.timing is None:
             return
         median = verdict.timing.median_ms
@@ -411,6 +418,8 @@ class Verifier:
             verdict.message += f"; {verdict.speedup_eager:.2f}x vs eager"
         if verdict.speedup_compile is not None:
             verdict.message += f", {verdict.speedup_compile:.2f}x vs torch.compile"
+        if fresh and verdict.speedup_eager is not None:
+            verdict.message += " (baselines timed in this check)"
 
     def baseline(self, task: Task, gpu: str, torch_version: str, cached: Any = None) -> Any:
         """The cached baseline entry for ``task`` on this GPU, measuring it on a miss.
@@ -429,6 +438,17 @@ class Verifier:
         entry = BaselineEntry.model_validate(outcome.result)
         store_baseline(entry)
         return entry
+
+    def fresh_baseline(self, task: Task) -> Any:
+        """Baselines of ``task`` timed now (CUDA only), not cached; None when they fail."""
+        from upskills.verify.baselines import BaselineEntry
+
+        if self.device != "cuda":
+            return None
+        outcome = self.measure_baseline(task)
+        if outcome.result is None or "internal_error" in outcome.result:
+            return None
+        return BaselineEntry.model_validate(outcome.result)
 
     def measure_baseline(self, task: Task, timeout_s: float = BASELINE_TIMEOUT_S) -> JobOutcome:
         """Measure eager and torch.compile baselines of ``task`` in a child (CUDA only)."""
