@@ -20,7 +20,9 @@ from __future__ import annotations
 
 import argparse
 import os
+import shutil
 import sys
+import tempfile
 import time
 import traceback
 from collections.abc import Sequence
@@ -58,6 +60,22 @@ def parse_round(path: Path) -> list[Item]:
             sys.exit(f"{path}:{n}: {folder} is not a session folder (no state.json)")
         items.append(Item(folder, names))
     return items
+
+
+def scratch_copies(items: list[Item]) -> list[Item]:
+    """The items on copies of their sessions in a temporary folder.
+
+    A round off the GPU only tries the script: its CPU verdicts must never enter the corpus's
+    traces (a dry run once wrote CPU checks and an ``end`` into three prepared sessions).
+    """
+    root = Path(tempfile.mkdtemp(prefix="round-dry-"))
+    print(f"not on cuda: the round runs on copies of its sessions in {root}", flush=True)
+    out = []
+    for n, it in enumerate(items):
+        copy = root / f"{n:02d}_{Path(it.folder).name}"
+        shutil.copytree(it.folder, copy)
+        out.append(Item(str(copy), list(it.tools)))
+    return out
 
 
 _VERIFIER: Any = None
@@ -180,10 +198,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--out", type=Path, default=Path(os.environ.get("OUT", "round-out")))
     ap.add_argument("--workers", type=int, default=3, help="parallel checks per GPU")
     ap.add_argument("--gpus", default=None, help="comma-separated GPU indices (default: all)")
-    ap.add_argument("--device", default="cuda", help="cuda; cpu only to try the script itself")
+    ap.add_argument(
+        "--device",
+        default="cuda",
+        help="cuda; cpu only to try the script itself (on copies of the sessions)",
+    )
     args = ap.parse_args(argv)
     os.environ["ROUND_DEVICE"] = args.device
     items = parse_round(args.round_file)
+    if args.device != "cuda":
+        items = scratch_copies(items)
     if args.gpus or args.device == "cpu":
         gpus = (args.gpus or "").split(",")
     else:
