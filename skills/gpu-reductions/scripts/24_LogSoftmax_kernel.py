@@ -1,40 +1,38 @@
-# Verified kernel for task `24_LogSoftmax` (task hash 63dfadf7b00c7734), from trace 5f74629f93bf4fb5b953387e97153519.
-# Measured: 1.50x eager, 1.14x torch.compile on NVIDIA H200.
+# Verified kernel for task `24_LogSoftmax` (task hash 63dfadf7b00c7734), from trace bfa6fd8a42e94d18b5162f302489af20.
+# Measured: 1.81x eager, 1.42x torch.compile on NVIDIA H200.
 # Check it: upskills check 24_LogSoftmax scripts/24_LogSoftmax_kernel.py
 import torch
 import torch.nn as nn
 from torch.utils.cpp_extension import load_inline
 
-# Log-softmax over dim 1: persistent clusters of 16 CTAs (non-portable size), each row held on chip
-# (96 KiB of shared memory per CTA), the next row's slice streaming in by cp.async while this one is
-# reduced and written; (max, sum) swapped through distributed shared memory: one read, one write.
+# Row-wise op over dim 1 of an fp32 [rows, n] tensor, each row held on chip by one thread-block
+# cluster: every CTA's slice arrives in shared memory by bulk asynchronous copies (TMA,
+# cp.async.bulk on an mbarrier), and each CTA writes its slice from shared memory: one read, one
+# write. Round 12: the partials are no longer swapped through two cluster barriers (each
+# barrier.cluster.arrive.release compiles to MEMBAR.ALL.GPU in every thread, and round 11's
+# profile showed 9.3 membar stall cycles per instruction): each CTA pushes its (max, sum) into
+# every peer's shared memory with st.async, which completes on the peer's own mbarrier, and waits
+# on its own mbarrier for the cluster's partials. One relaxed cluster barrier at the start (the
+# peers' mbarriers are initialised before anyone pushes) overlaps the load; none at the end (a
+# CTA's shared memory receives nothing after its wait completes).
 _CUDA = r"""
 #include <torch/extension.h>
 #include <ATen/cuda/CUDAContext.h>
 #include <c10/cuda/CUDAException.h>
-#include <cooperative_groups.h>
 #include <cstdint>
 #include <cmath>
 
-namespace cg = cooperative_groups;
-
-// MODE 0: softmax, 1: log-softmax, 2: x / mean(|x|), 3: x / ||x||_2 (all over dim 1 of [rows, n])
-constexpr int CL = 8;                       // CTAs per row: one thread-block cluster holds a row
-constexpr int64_t MAX_SMEM = 200 * 1024;    // bytes of a CTA's share of the row in shared memory
-
+// MODE 0: softmax, 1: log-softmax, 2: x / mean(|x|), 3: x / ||x||_2
 __device__ __forceinline__ float warp_max(float v) {
 #pragma unroll
   for (int o = 16; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
   return v;
 }
-
 __device__ __forceinline__ float warp_sum(float v) {
 #pragma unroll
   for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
   return v;
 }
-
-// Block-wide max or sum, returned to every thread (scratch: 33 floats of shared memory).
 template <bool MAX>
 __device__ __forceinline__ float block_reduce(float v, float* scratch) {
   v = MAX ? warp_max(v) : warp_sum(v);
@@ -50,7 +48,6 @@ __device__ __forceinline__ float block_reduce(float v, float* scratch) {
   __syncthreads();
   return scratch[32];
 }
-
 template <int MODE>
 __device__ __forceinline__ void take(float& acc, float v) {
   if (MODE <= 1) acc = fmaxf(acc, v);
@@ -58,53 +55,86 @@ __device__ __forceinline__ void take(float& acc, float v) {
   else acc = fmaf(v, v, acc);
 }
 
-template <int MODE>
-__device__ __forceinline__ void take4(float& acc, float4 v) {
-  take<MODE>(acc, v.x); take<MODE>(acc, v.y); take<MODE>(acc, v.z); take<MODE>(acc, v.w);
+__device__ __forceinline__ unsigned smem_addr(const void* p) {
+  return (unsigned)__cvta_generic_to_shared(p);
+}
+__device__ __forceinline__ void cluster_wait() {
+  asm volatile("barrier.cluster.wait.acquire.aligned;\n" ::: "memory");
+}
+__device__ __forceinline__ void cluster_arrive_relaxed() {
+  asm volatile("barrier.cluster.arrive.relaxed.aligned;\n" ::: "memory");
+}
+__device__ __forceinline__ unsigned cluster_rank() {
+  unsigned r;
+  asm volatile("mov.u32 %0, %%cluster_ctarank;\n" : "=r"(r));
+  return r;
+}
+// The shared-memory address `p` of this CTA, in CTA `rank` of the cluster.
+__device__ __forceinline__ unsigned peer_addr(const void* p, unsigned rank) {
+  unsigned remote;
+  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;\n" : "=r"(remote) : "r"(smem_addr(p)), "r"(rank));
+  return remote;
+}
+__device__ __forceinline__ void mbar_wait(unsigned mb, unsigned phase) {
+  asm volatile(
+      "{\n.reg .pred p;\nWAIT_MB:\n"
+      "mbarrier.try_wait.parity.shared::cta.b64 p, [%0], %1;\n"
+      "@!p bra WAIT_MB;\n}\n" ::"r"(mb), "r"(phase) : "memory");
 }
 
-// One row per cluster of CL CTAs. CTA k of the cluster copies its slice [lo, hi) of the row into
-// shared memory (element j at s[j - sb]: a 16-byte aligned global address lands on a 16-byte
-// aligned shared one), reduces it, the CTAs swap their partial results through distributed
-// shared memory, and each writes its slice from shared memory: the row is read once.
 template <int MODE, int T, int MINB>
-__global__ void __cluster_dims__(CL, 1, 1) __launch_bounds__(T, MINB)
-row_cluster(const float* __restrict__ x, float* __restrict__ y, int64_t n, int64_t chunk, bool vec) {
+__global__ void __launch_bounds__(T, MINB)
+row_tma(const float* __restrict__ x, float* __restrict__ y, int64_t n, int64_t chunk, int cl) {
   extern __shared__ float4 smem4[];
   float* s = reinterpret_cast<float*>(smem4);
   __shared__ float scratch[33];
-  __shared__ float stat[2];
-  cg::cluster_group cluster = cg::this_cluster();
-  const int64_t rank = (int64_t)cluster.block_rank();
-  const int64_t base = (int64_t)(blockIdx.x / CL) * n;
-  const int64_t lo = base + (rank * chunk < n ? rank * chunk : n);
-  const int64_t hi = base + ((rank + 1) * chunk < n ? (rank + 1) * chunk : n);
+  __shared__ alignas(8) float2 parts[16];  // (partial, sum) of each CTA of the cluster, pushed here
+  __shared__ alignas(8) unsigned long long bar, xbar;
+  const unsigned rank = cluster_rank();
+  const int64_t base = (int64_t)(blockIdx.x / cl) * n;
+  const int64_t lo = base + ((int64_t)rank * chunk < n ? (int64_t)rank * chunk : n);
+  const int64_t hi = base + (((int64_t)rank + 1) * chunk < n ? ((int64_t)rank + 1) * chunk : n);
   const int64_t sb = lo & ~int64_t(3);
-  int64_t a = lo, b = lo;  // [lo, a) scalar head, [a, b) float4 body, [b, hi) scalar tail
-  if (vec) {
-    a = (lo + 3) & ~int64_t(3);
-    if (a > hi) a = hi;
-    b = a + ((hi - a) & ~int64_t(3));
+  int64_t a = (lo + 3) & ~int64_t(3);  // [lo, a) scalar head, [a, b) bulk body, [b, hi) scalar tail
+  if (a > hi) a = hi;
+  const int64_t b = a + ((hi - a) & ~int64_t(3));
+  const unsigned body_bytes = (unsigned)((b - a) * 4);
+  const unsigned mb = smem_addr(&bar), xb = smem_addr(&xbar);
+  if (threadIdx.x == 0) {
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;\n" ::"r"(mb) : "memory");
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;\n" ::"r"(xb) : "memory");
+    // this CTA's own arrival at xbar, expecting one 8-byte push from every CTA of the cluster
+    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(xb), "r"(8 * cl) : "memory");
+    asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+    asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(mb), "r"(body_bytes) : "memory");
+    // the body in pieces of at most 32 KiB, all issued at once
+    const char* src = reinterpret_cast<const char*>(x + a);
+    const unsigned dst = smem_addr(s + (a - sb));
+    for (unsigned off = 0; off < body_bytes; off += 32768u) {
+      const unsigned len = body_bytes - off < 32768u ? body_bytes - off : 32768u;
+      asm volatile(
+          "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n"
+          ::"r"(dst + off), "l"(src + off), "r"(len), "r"(mb) : "memory");
+    }
   }
+  cluster_arrive_relaxed();  // after thread 0's init: a peer's push finds xbar ready
   float acc = MODE <= 1 ? -INFINITY : 0.f;
   for (int64_t j = lo + threadIdx.x; j < a; j += T) { float v = x[j]; s[j - sb] = v; take<MODE>(acc, v); }
-  {
-    const float4* x4 = reinterpret_cast<const float4*>(x + a);
-    float4* s4 = reinterpret_cast<float4*>(s + (a - sb));
-    const int64_t nv = (b - a) >> 2;
-    int64_t q = threadIdx.x;
-    for (; q + 3 * T < nv; q += 4 * T) {
-      float4 v0 = x4[q], v1 = x4[q + T], v2 = x4[q + 2 * T], v3 = x4[q + 3 * T];
-      s4[q] = v0; s4[q + T] = v1; s4[q + 2 * T] = v2; s4[q + 3 * T] = v3;
-      take4<MODE>(acc, v0); take4<MODE>(acc, v1); take4<MODE>(acc, v2); take4<MODE>(acc, v3);
-    }
-    for (; q < nv; q += T) { float4 v = x4[q]; s4[q] = v; take4<MODE>(acc, v); }
-  }
   for (int64_t j = b + threadIdx.x; j < hi; j += T) { float v = x[j]; s[j - sb] = v; take<MODE>(acc, v); }
-
+  __syncthreads();  // the barrier's init is seen by every thread before it waits on it
+  mbar_wait(mb, 0);
+  {
+    const float4* s4 = reinterpret_cast<const float4*>(s + (a - sb));
+    const int64_t nv = (b - a) >> 2;
+    for (int64_t q = threadIdx.x; q < nv; q += T) {
+      const float4 v = s4[q];
+      take<MODE>(acc, v.x); take<MODE>(acc, v.y); take<MODE>(acc, v.z); take<MODE>(acc, v.w);
+    }
+  }
   const float local = block_reduce<(MODE <= 1)>(acc, scratch);
   float local_sum = 0.f;
-  if (MODE <= 1) {  // exp(v - local max), kept in shared memory for softmax
+  if (MODE <= 1) {  // exp(v - local max); kept in shared memory for softmax
     float sum = 0.f;
     for (int64_t j = lo + threadIdx.x; j < hi; j += T) {
       const float e = local == -INFINITY ? 0.f : expf(s[j - sb] - local);
@@ -113,14 +143,18 @@ row_cluster(const float* __restrict__ x, float* __restrict__ y, int64_t n, int64
     }
     local_sum = block_reduce<false>(sum, scratch);
   }
-  if (threadIdx.x == 0) { stat[0] = local; stat[1] = local_sum; }
-  cluster.sync();
+  cluster_wait();  // every peer has initialised its xbar (long ago: the arrive came before the load)
+  if (threadIdx.x < (unsigned)cl) {  // push (partial, sum) into slot `rank` of CTA `threadIdx.x`
+    asm volatile("st.async.shared::cluster.mbarrier::complete_tx::bytes.v2.f32 [%0], {%1, %2}, [%3];\n"
+                 ::"r"(peer_addr(&parts[rank], threadIdx.x)), "f"(local), "f"(local_sum),
+                 "r"(peer_addr(&xbar, threadIdx.x)) : "memory");
+  }
+  mbar_wait(xb, 0);  // all cl pushes are here; nothing is written into this CTA after this
   if (threadIdx.x < 32) {
     float pm = MODE <= 1 ? -INFINITY : 0.f, ps = 0.f;
-    if (threadIdx.x < CL) {
-      const float* peer = cluster.map_shared_rank(stat, (unsigned)threadIdx.x);
-      pm = peer[0];
-      ps = peer[1];
+    if (threadIdx.x < (unsigned)cl) {
+      pm = parts[threadIdx.x].x;
+      ps = parts[threadIdx.x].y;
     }
     float r0, r1 = 0.f;
     if (MODE <= 1) {
@@ -131,7 +165,7 @@ row_cluster(const float* __restrict__ x, float* __restrict__ y, int64_t n, int64
     }
     if (threadIdx.x == 0) { scratch[0] = r0; scratch[1] = r1; }
   }
-  cluster.sync();  // also: no CTA leaves while a peer may still read its `stat`
+  __syncthreads();
   const float big = scratch[0], total = scratch[1];
   float mul = 1.f, sub = 0.f, den = 1.f;
   if (MODE == 0) mul = (local == -INFINITY ? 0.f : expf(local - big)) / total;
@@ -157,7 +191,7 @@ row_cluster(const float* __restrict__ x, float* __restrict__ y, int64_t n, int64
   for (int64_t j = b + threadIdx.x; j < hi; j += T) y[j] = f(s[j - sb]);
 }
 
-// Rows too long for a cluster's shared memory: one CTA per row, reading the row again.
+// Rows a cluster cannot hold, or pointers not 16-byte aligned: one CTA per row, reading it again.
 template <int MODE>
 __global__ void __launch_bounds__(1024) row_simple(const float* __restrict__ x, float* __restrict__ y, int64_t n) {
   __shared__ float scratch[33];
@@ -181,197 +215,45 @@ __global__ void __launch_bounds__(1024) row_simple(const float* __restrict__ x, 
   }
 }
 
+constexpr int64_t MAX_SMEM = 200 * 1024;
 
-__device__ __forceinline__ void cp_async16(void* smem, const void* gmem) {
-  const unsigned s = (unsigned)__cvta_generic_to_shared(smem);
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(s), "l"(gmem) : "memory");
-}
-__device__ __forceinline__ void cp_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
-__device__ __forceinline__ void cp_wait_prev() { asm volatile("cp.async.wait_group 1;\n" ::: "memory"); }
-
-// A CTA's slice of a row: elements [lo, hi) (absolute indices) live at s[j - sb]; [lo, a) and
-// [b, hi) are scalar (row starts that are not 16-byte aligned), [a, b) is whole float4s.
-struct Slice { int64_t lo, hi, sb, a, b; };
-
-__device__ __forceinline__ Slice slice_of(int64_t row, int64_t n, int64_t chunk, int64_t rank, bool vec) {
-  Slice s;
-  const int64_t base = row * n;
-  s.lo = base + (rank * chunk < n ? rank * chunk : n);
-  s.hi = base + ((rank + 1) * chunk < n ? (rank + 1) * chunk : n);
-  s.sb = s.lo & ~int64_t(3);
-  s.a = s.lo;
-  s.b = s.lo;
-  if (vec) {
-    s.a = (s.lo + 3) & ~int64_t(3);
-    if (s.a > s.hi) s.a = s.hi;
-    s.b = s.a + ((s.hi - s.a) & ~int64_t(3));
-  }
-  return s;
-}
-
-// Persistent clusters, two slices in shared memory per CTA: while a row is reduced, its stats
-// swapped across the cluster and written out, the next row's slice is already streaming in
-// (cp.async), so every SM keeps loads in flight through its reduce and barrier phases.
+// Launch with clusters of `cl` CTAs if such a cluster fits the GPU; false if it does not.
 template <int MODE, int T, int MINB>
-__global__ void __launch_bounds__(T, MINB)
-row_cluster_pipe(const float* __restrict__ x, float* __restrict__ y, int64_t rows, int64_t n,
-                 int64_t chunk, int64_t stride, bool vec) {
-  extern __shared__ float4 smem4[];
-  float* const buf = reinterpret_cast<float*>(smem4);
-  __shared__ float scratch[33];
-  __shared__ float stat[2][2];
-  __shared__ float res[2];
-  cg::cluster_group cluster = cg::this_cluster();
-  const int cl = (int)cluster.num_blocks();
-  const int64_t rank = (int64_t)cluster.block_rank();
-  const int64_t first = blockIdx.x / cl, step = gridDim.x / cl;
-  auto issue = [&](int64_t row, float* s) {
-    const Slice sl = slice_of(row, n, chunk, rank, vec);
-    const int64_t nv = (sl.b - sl.a) >> 2;
-    const float4* x4 = reinterpret_cast<const float4*>(x + sl.a);
-    float4* s4 = reinterpret_cast<float4*>(s + (sl.a - sl.sb));
-    for (int64_t q = threadIdx.x; q < nv; q += T) cp_async16(s4 + q, x4 + q);
-  };
-  if (first < rows) issue(first, buf);
-  cp_commit();
-  int it = 0;
-  for (int64_t row = first; row < rows; row += step, ++it) {
-    float* const s = buf + (it & 1) * stride;
-    __syncthreads();  // every thread is done with the other buffer (the previous row's stores)
-    if (row + step < rows) issue(row + step, buf + ((it + 1) & 1) * stride);
-    cp_commit();
-    cp_wait_prev();  // this row's copies (this thread's) have landed
-    const Slice sl = slice_of(row, n, chunk, rank, vec);
-    for (int64_t j = sl.lo + threadIdx.x; j < sl.a; j += T) s[j - sl.sb] = x[j];
-    for (int64_t j = sl.b + threadIdx.x; j < sl.hi; j += T) s[j - sl.sb] = x[j];
-    __syncthreads();  // everyone's copies visible
-    const int64_t nv = (sl.b - sl.a) >> 2;
-    float4* const s4 = reinterpret_cast<float4*>(s + (sl.a - sl.sb));
-    float acc = MODE <= 1 ? -INFINITY : 0.f;
-    for (int64_t j = sl.lo + threadIdx.x; j < sl.a; j += T) take<MODE>(acc, s[j - sl.sb]);
-    for (int64_t q = threadIdx.x; q < nv; q += T) take4<MODE>(acc, s4[q]);
-    for (int64_t j = sl.b + threadIdx.x; j < sl.hi; j += T) take<MODE>(acc, s[j - sl.sb]);
-    const float local = block_reduce<(MODE <= 1)>(acc, scratch);
-    float local_sum = 0.f;
-    if (MODE <= 1) {
-      float sum = 0.f;
-      if (local != -INFINITY) {
-        for (int64_t j = sl.lo + threadIdx.x; j < sl.a; j += T) {
-          const float e = expf(s[j - sl.sb] - local);
-          if (MODE == 0) s[j - sl.sb] = e;
-          sum += e;
-        }
-        for (int64_t q = threadIdx.x; q < nv; q += T) {
-          float4 v = s4[q];
-          v.x = expf(v.x - local); v.y = expf(v.y - local); v.z = expf(v.z - local); v.w = expf(v.w - local);
-          if (MODE == 0) s4[q] = v;
-          sum += (v.x + v.y) + (v.z + v.w);
-        }
-        for (int64_t j = sl.b + threadIdx.x; j < sl.hi; j += T) {
-          const float e = expf(s[j - sl.sb] - local);
-          if (MODE == 0) s[j - sl.sb] = e;
-          sum += e;
-        }
-      }
-      local_sum = block_reduce<false>(sum, scratch);
-    }
-    if (threadIdx.x == 0) { stat[it & 1][0] = local; stat[it & 1][1] = local_sum; }
-    cluster.sync();
-    if (threadIdx.x < 32) {
-      float pm = MODE <= 1 ? -INFINITY : 0.f, ps = 0.f;
-      if ((int)threadIdx.x < cl) {
-        const float* peer = cluster.map_shared_rank(&stat[it & 1][0], (unsigned)threadIdx.x);
-        pm = peer[0];
-        ps = peer[1];
-      }
-      float r0, r1 = 0.f;
-      if (MODE <= 1) {
-        r0 = warp_max(pm);
-        r1 = warp_sum(ps > 0.f ? ps * expf(pm - r0) : (ps != ps ? ps : 0.f));
-      } else {
-        r0 = warp_sum(pm);
-      }
-      if (threadIdx.x == 0) { res[0] = r0; res[1] = r1; }
-    }
-    __syncthreads();
-    const float big = res[0], total = res[1];
-    float mul = 1.f, sub = 0.f, den = 1.f;
-    if (MODE == 0) mul = (local == -INFINITY ? 0.f : expf(local - big)) / total;
-    if (MODE == 1) sub = big + logf(total);
-    if (MODE == 2) den = big / (float)n;
-    if (MODE == 3) den = sqrtf(big);
-    auto f = [&](float v) -> float {
-      if (MODE == 0) return v * mul;
-      if (MODE == 1) return v - sub;
-      return v / den;
-    };
-    // MODE 0 with an all -inf slice: s still holds -inf, and its outputs are 0 (or NaN with the row)
-    const bool zero = MODE == 0 && local == -INFINITY;
-    for (int64_t j = sl.lo + threadIdx.x; j < sl.a; j += T) y[j] = zero ? 0.f * mul : f(s[j - sl.sb]);
-    float4* const y4 = reinterpret_cast<float4*>(y + sl.a);
-    for (int64_t q = threadIdx.x; q < nv; q += T) {
-      float4 v = s4[q];
-      if (zero) { v.x = v.y = v.z = v.w = 0.f * mul; }
-      else { v.x = f(v.x); v.y = f(v.y); v.z = f(v.z); v.w = f(v.w); }
-      y4[q] = v;
-    }
-    for (int64_t j = sl.b + threadIdx.x; j < sl.hi; j += T) y[j] = zero ? 0.f * mul : f(s[j - sl.sb]);
-  }
-  cluster.sync();  // no CTA leaves while a peer may still read its `stat`
-}
-
-// Clusters of `cl` CTAs, as many as can be resident at once; false when this size cannot run.
-template <int MODE, int T, int MINB>
-bool launch_pipe(const float* xp, float* yp, int64_t rows, int64_t n, bool vec, int cl, cudaStream_t st) {
+bool launch_cluster(const float* xp, float* yp, int64_t rows, int64_t n, int cl, cudaStream_t st) {
   const int64_t chunk = (((n + cl - 1) / cl) + 3) & ~int64_t(3);
-  const int64_t stride = chunk + 8;
-  const int64_t bytes = 2 * stride * (int64_t)sizeof(float);
-  if (bytes > MAX_SMEM) return false;
-  auto k = row_cluster_pipe<MODE, T, MINB>;
-  if (cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)bytes) != cudaSuccess ||
-      (cl > 8 && cudaFuncSetAttribute(k, cudaFuncAttributeNonPortableClusterSizeAllowed, 1) != cudaSuccess)) {
-    (void)cudaGetLastError();  // not sticky: clear it so the fallback's launch check does not see it
-    return false;
-  }
+  const int64_t bytes = (chunk + 8) * (int64_t)sizeof(float);
+  if (bytes > MAX_SMEM || rows * cl > 0x7fffffffLL) return false;
+  auto k = row_tma<MODE, T, MINB>;
+  C10_CUDA_CHECK(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)bytes));
+  C10_CUDA_CHECK(cudaFuncSetAttribute(k, cudaFuncAttributePreferredSharedMemoryCarveout, 100));
+  if (cl > 8) C10_CUDA_CHECK(cudaFuncSetAttribute(k, cudaFuncAttributeNonPortableClusterSizeAllowed, 1));
   cudaLaunchAttribute attr[1];
   attr[0].id = cudaLaunchAttributeClusterDimension;
   attr[0].val.clusterDim.x = (unsigned)cl;
   attr[0].val.clusterDim.y = 1;
   attr[0].val.clusterDim.z = 1;
   cudaLaunchConfig_t cfg = {};
+  cfg.gridDim = dim3((unsigned)(rows * cl), 1, 1);
   cfg.blockDim = dim3(T, 1, 1);
   cfg.dynamicSmemBytes = (size_t)bytes;
   cfg.stream = st;
   cfg.attrs = attr;
   cfg.numAttrs = 1;
-  cfg.gridDim = dim3((unsigned)cl, 1, 1);
   int active = 0;
   if (cudaOccupancyMaxActiveClusters(&active, (void*)k, &cfg) != cudaSuccess || active <= 0) {
     (void)cudaGetLastError();
     return false;
   }
-  const int64_t clusters = rows < (int64_t)active ? rows : (int64_t)active;
-  cfg.gridDim = dim3((unsigned)(clusters * cl), 1, 1);
-  C10_CUDA_CHECK(cudaLaunchKernelEx(&cfg, k, xp, yp, rows, n, chunk, stride, vec));
+  C10_CUDA_CHECK(cudaLaunchKernelEx(&cfg, k, xp, yp, n, chunk, cl));
+  C10_CUDA_KERNEL_LAUNCH_CHECK();
   return true;
 }
 
 template <int MODE, int T, int MINB>
-void launch(const float* xp, float* yp, int64_t rows, int64_t n, bool vec, cudaStream_t st) {
-  if (launch_pipe<MODE, T, MINB>(xp, yp, rows, n, vec, 8, st) ||
-      launch_pipe<MODE, T, MINB>(xp, yp, rows, n, vec, 16, st)) {
-    C10_CUDA_KERNEL_LAUNCH_CHECK();
-    return;
-  }
-  const int64_t chunk = (((n + CL - 1) / CL) + 3) & ~int64_t(3);
-  const int64_t bytes = (chunk + 8) * (int64_t)sizeof(float);
-  if (bytes <= MAX_SMEM && rows * CL <= 0x7fffffffLL) {
-    auto k = row_cluster<MODE, T, MINB>;
-    C10_CUDA_CHECK(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)bytes));
-    k<<<(unsigned)(rows * CL), T, (size_t)bytes, st>>>(xp, yp, n, chunk, vec);
-  } else {
-    row_simple<MODE><<<(unsigned)rows, 1024, 0, st>>>(xp, yp, n);
-  }
+void launch(const float* xp, float* yp, int64_t rows, int64_t n, bool vec, int cl, cudaStream_t st) {
+  if (vec && (launch_cluster<MODE, T, MINB>(xp, yp, rows, n, cl, st) ||
+              launch_cluster<MODE, T, MINB>(xp, yp, rows, n, 8, st))) return;
+  row_simple<MODE><<<(unsigned)rows, 1024, 0, st>>>(xp, yp, n);
   C10_CUDA_KERNEL_LAUNCH_CHECK();
 }
 
@@ -385,18 +267,18 @@ torch::Tensor row_op(torch::Tensor x, int64_t mode) {
   float* yp = y.data_ptr<float>();
   const bool vec = ((reinterpret_cast<uintptr_t>(xp) | reinterpret_cast<uintptr_t>(yp)) & 15) == 0;
   cudaStream_t st = at::cuda::getCurrentCUDAStream();
-  switch (mode) {
-    case 0: launch<0, 1024, 1>(xp, yp, rows, n, vec, st); break;
-    case 1: launch<1, 1024, 1>(xp, yp, rows, n, vec, st); break;
-    case 2: launch<2, 256, 4>(xp, yp, rows, n, vec, st); break;
-    default: launch<3, 256, 4>(xp, yp, rows, n, vec, st); break;
+  switch (mode) {  // softmaxes: 16-CTA clusters (96 KiB each, two per SM); norms: 8 (33 KiB, six per SM)
+    case 0: launch<0, 512, 2>(xp, yp, rows, n, vec, 16, st); break;
+    case 1: launch<1, 512, 2>(xp, yp, rows, n, vec, 16, st); break;
+    case 2: launch<2, 256, 6>(xp, yp, rows, n, vec, 8, st); break;
+    default: launch<3, 256, 6>(xp, yp, rows, n, vec, 8, st); break;
   }
   return y;
 }
 """
 
 _ext = load_inline(
-    name="corpus_kb24_logsoftmax_pipe",
+    name="corpus_kb24_logsoftmax_push",
     cpp_sources="torch::Tensor row_op(torch::Tensor x, int64_t mode);",
     cuda_sources=_CUDA,
     functions=["row_op"],
