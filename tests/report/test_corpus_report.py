@@ -398,7 +398,9 @@ def test_totals_shortfalls_and_files_from_the_cli(tmp_path, monkeypatch):
         "final_times_from_recheck": 0,
     }
     assert data["shortfalls"] == [
-        "gemm_fp16: not solved (no run_end); slower than eager (0.950x) (attempts: PASS 0.95x)"
+        "gemm_fp16: not solved (no run_end); slower than eager (0.950x) (attempts: PASS 0.95x)",
+        # 80.5% of copy: below the 85% bar
+        "vector_add: 80.5% of copy bandwidth (attempts: FAIL mismatch -> PASS 1.20x -> PASS 2.40x)",
     ]
     md = (tmp_path / "r" / "corpus.md").read_text()
     cmd = "upskills traces report t --ceilings ceil.json --out r/corpus.md --json r/corpus.json`"
