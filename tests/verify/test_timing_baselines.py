@@ -203,7 +203,8 @@ def test_fresh_baselines_are_timed_in_the_check_and_leave_the_cache_alone(
     verifier, calls = _verifier_measuring(now.model_dump(mode="json"))
 
     verdict = _timed_verdict(add_task.hash)
-    verifier._speedups(verdict, add_task, snapshot_cache(), fresh=True)
+    entry = verifier.fresh_baseline(add_task)
+    verifier._speedups(verdict, add_task, snapshot_cache(), fresh=True, fresh_entry=entry)
     assert calls == [add_task.name]  # measured, not looked up
     assert verdict.speedup_eager == 1.5 and verdict.speedup_compile == 2.0
     assert verdict.message.endswith("(baselines timed in this check)")
@@ -221,7 +222,9 @@ def test_fresh_baselines_that_fail_give_no_speedup_and_say_so(tmp_path, monkeypa
     monkeypatch.setenv("UPSKILLS_CACHE_DIR", str(tmp_path))
     verifier, _ = _verifier_measuring(None)  # the baseline child died
     verdict = _timed_verdict(add_task.hash)
-    verifier._speedups(verdict, add_task, snapshot_cache(), fresh=True)
+    entry = verifier.fresh_baseline(add_task)
+    assert entry is None
+    verifier._speedups(verdict, add_task, snapshot_cache(), fresh=True, fresh_entry=entry)
     assert verdict.speedup_eager is None and not verdict.baselines
     assert "could not be timed again" in verdict.message
 

@@ -23,10 +23,11 @@ class CheckOptions(BaseModel):
     baselines: bool = True
     """Look up (or measure) eager and torch.compile baselines and report speedups."""
     fresh_baselines: bool = False
-    """Time the baselines again in this check, right after the candidate's timing on the same
-    GPU, instead of reading them from the cache (which is then neither read nor written): the
-    speedup becomes a side-by-side ratio of one machine start, as a compute-bound kernel needs,
-    whose time follows the GPU's clocks. Costs a torch.compile of the reference."""
+    """Time the baselines again in this check, on the same GPU just before the candidate runs
+    (so nothing it leaves behind can slow them), instead of reading them from the cache (which
+    is then neither read nor written): the speedup becomes a side-by-side ratio of one machine
+    start, as a compute-bound kernel needs, whose time follows the GPU's clocks. Costs a
+    torch.compile of the reference."""
     seed: int | None = Field(default=None, ge=0)
     """The check's seed (replay a verdict); None draws a fresh one per check."""
     random_shape: bool = True

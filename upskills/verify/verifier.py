@@ -285,6 +285,10 @@ class Verifier:
         def run_candidate() -> None:
             box["outcome"] = self.candidates.run("candidate", cand_payload, options.timeout_s + 5)
 
+        fresh = None
+        if options.fresh_baselines and options.timing and options.baselines:
+            # timed before the candidate runs: nothing it leaves behind can slow them
+            fresh = self.fresh_baseline(task)
         cache_before = snapshot_cache() if self.device == "cuda" else None
         self.package.refresh()
         thread = threading.Thread(target=run_candidate, daemon=True)
@@ -300,7 +304,9 @@ class Verifier:
         if cache_before is not None:
             self._cache_guard(verdict, cache_before, display)
         if verdict.passed and verdict.timing is not None and options.baselines:
-            self._speedups(verdict, task, cache_before, fresh=options.fresh_baselines)
+            self._speedups(
+                verdict, task, cache_before, fresh=options.fresh_baselines, fresh_entry=fresh
+            )
 
     def _package_guard(self, verdict: Verdict, display: str) -> None:
         """A candidate that rewrote upskills' own files fails, and the files are put back."""
@@ -395,10 +401,21 @@ class Verifier:
         verdict.message = _death_message(fake, path_marker, display)
 
     def _speedups(
-        self, verdict: Verdict, task: Task, cached: Any = None, *, fresh: bool = False
+        self,
+        verdict: Verdict,
+        task: Task,
+        cached: Any = None,
+        *,
+        fresh: bool = False,
+        fresh_entry: Any = None,
     ) -> None:
+        """Speedups of a timed verdict against the cached baselines.
+
+        With ``fresh``, against ``fresh_entry`` instead: the baselines this check timed before
+        its candidate ran (None when they failed).
+        """
         if fresh:
-            entry = self.fresh_baseline(task)
+            entry = fresh_entry
             if entry is None:
                 verdict.message += "; baselines could not be timed again in this check"
         else:
