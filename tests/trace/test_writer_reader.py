@@ -14,6 +14,8 @@ import pytest
 from upskills.trace import TraceFormatError, TraceWriter, iter_trace_files, read_trace, trace_stats
 from upskills.trace.events import ModelCall, Note, RunEnd, RunStart, ToolResult
 
+from .conftest import make_verdict
+
 
 def test_round_trip_uses_otel_names_and_validates(sample_trace: Path) -> None:
     lines = sample_trace.read_text().splitlines()
@@ -136,3 +138,49 @@ def test_stats_names_the_best_kernels_language_and_the_tasks_origin(
     triton = text.replace(json.dumps(cuda), json.dumps("@triton.jit\ndef k(): pass"))
     (folder / "trace.jsonl").write_text(triton)
     assert trace_stats(read_trace(folder / "trace.jsonl")).language == "triton"
+
+
+def _session(path: Path, ts: str, results: list[tuple[str, bool]], agent: str = "a") -> None:
+    """One session on row_sum: each (kernel source, passed) is one check verdict."""
+    with TraceWriter(path) as w:
+        tid = w.trace_id
+        w.write(
+            RunStart(
+                trace_id=tid,
+                ts=ts,
+                task="row_sum",
+                task_hash="abc",
+                agent_role="external",
+                agent_name=agent,
+            )
+        )
+        for n, (source, passed) in enumerate(results):
+            w.write(
+                ToolResult(
+                    trace_id=tid,
+                    tool_name="check",
+                    call_id=f"c{n}",
+                    verdict=make_verdict(passed),
+                    kernel_source=source,
+                    kernel_hash=f"h-{source}",
+                )
+            )
+
+
+def test_a_failure_fixed_in_a_later_session_is_a_repair_across_sessions(tmp_path: Path) -> None:
+    from upskills.trace.stats import tasks_repaired_across_sessions
+
+    def repaired(name: str, later: list[tuple[str, bool]], agent: str = "a") -> list[str]:
+        folder = tmp_path / name
+        # written out of order: the sessions are ordered by their run_start, not by file name
+        _session(folder / "b.jsonl", "2026-12-02T00:00:00+00:00", later, agent=agent)
+        _session(folder / "a.jsonl", "2026-12-01T00:00:00+00:00", [("broken", False)])
+        traces = [read_trace(p) for p in sorted(folder.glob("*.jsonl"))]
+        assert [trace_stats(t).repaired_failures for t in traces] == [0, 0]  # no one trace shows it
+        return tasks_repaired_across_sessions(traces)
+
+    assert repaired("fixed", [("fixed", True)]) == ["row_sum"]
+    # the same kernel passing later (judged again unchanged) is no repair
+    assert repaired("unchanged", [("broken", True)]) == []
+    # nor is another agent's pass: each agent's sessions are one run
+    assert repaired("other", [("fixed", True)], agent="other") == []

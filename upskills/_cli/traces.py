@@ -13,6 +13,7 @@ from rich.table import Table
 from upskills.core.console import make_console
 from upskills.trace import TraceFormatError, iter_trace_files, read_trace, trace_stats
 from upskills.trace.events import ModelCall, Note, RunEnd, RunStart, ToolCall, ToolResult
+from upskills.trace.stats import tasks_repaired_across_sessions
 
 
 def _out() -> Console:
@@ -136,7 +137,8 @@ def show_cmd(path: str, strict: bool, as_json: bool) -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print per-trace stats and totals as JSON.")
 def stats_cmd(paths: tuple[str, ...], strict: bool, as_json: bool) -> None:
     """Turns, tool calls, tokens, verdicts and repairs per trace, with totals."""
-    stats = [trace_stats(_read(f, strict)) for f in _files(paths)]
+    traces = [_read(f, strict) for f in _files(paths)]
+    stats = [trace_stats(t) for t in traces]
     solved = [s for s in stats if s.solved]
     totals = {
         "traces": len(stats),
@@ -144,6 +146,8 @@ def stats_cmd(paths: tuple[str, ...], strict: bool, as_json: bool) -> None:
         "solved_tasks": len({s.task for s in solved}),
         "with_repaired_failure": sum(1 for s in stats if s.repaired_failures > 0),
         "solved_with_repaired_failure": sum(1 for s in solved if s.repaired_failures > 0),
+        # one agent's sessions on a task read as one run: a failure fixed in a later session
+        "tasks_repaired_across_sessions": len(tasks_repaired_across_sessions(traces)),
         "solved_cuda_tasks": len({s.task for s in solved if s.language == "cuda"}),
         "solved_triton_tasks": len({s.task for s in solved if s.language == "triton"}),
         "solved_kernelbench_tasks": len({s.task for s in solved if s.origin == "kernelbench"}),

@@ -100,6 +100,31 @@ def trace_stats(trace: TraceFile) -> TraceStats:
     return st
 
 
+def tasks_repaired_across_sessions(traces: list[TraceFile]) -> list[str]:
+    """Tasks whose failing kernel was followed by a passing *different* kernel, across sessions.
+
+    One agent's sessions on one task are read as one run, ordered by their ``run_start``. A
+    session that fails and ends, then a new session whose kernel passes, is a repair that no
+    single trace shows (the live corpus's 24_LogSoftmax: an interface failure in one session,
+    fixed in the next).
+    """
+    runs: dict[tuple[str, str], list[tuple[str, TraceFile]]] = {}
+    for trace in traces:
+        start = trace.start
+        if start is None or not start.task:
+            continue
+        key = (start.task, f"{start.agent_role}/{start.agent_name}")
+        runs.setdefault(key, []).append((start.ts, trace))
+    out: list[str] = []
+    for (task, _), sessions in sorted(runs.items()):
+        attempts = [
+            a for _, t in sorted(sessions, key=lambda p: p[0]) for a in attempts_of(t.events)
+        ]
+        if repaired_failures(attempts) > 0:
+            out.append(task)
+    return sorted(set(out))
+
+
 def kernel_language(source: str | None) -> str | None:
     """``cuda`` for a ``load_inline`` CUDA extension, ``triton`` for ``@triton.jit``, else None."""
     if not source:
