@@ -13,9 +13,10 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def _round_module():
+def load_script(name: str):
+    """``benchmarks/corpus_live/<name>.py`` as a module."""
     spec = importlib.util.spec_from_file_location(
-        "corpus_round", ROOT / "benchmarks" / "corpus_live" / "round.py"
+        f"corpus_{name}", ROOT / "benchmarks" / "corpus_live" / f"{name}.py"
     )
     assert spec is not None and spec.loader is not None
     mod = importlib.util.module_from_spec(spec)
@@ -32,7 +33,7 @@ def _session(folder: Path) -> Path:
 
 
 def test_round_file_is_parsed_and_bad_lines_are_named(tmp_path):
-    mod = _round_module()
+    mod = load_script("round")
     a = _session(tmp_path / "a")
     good = tmp_path / "r.txt"
     good.write_text(f"# a comment\n{a} check, benchmark,end  # trailing\n\n")
@@ -49,7 +50,7 @@ def test_round_file_is_parsed_and_bad_lines_are_named(tmp_path):
 
 
 def test_a_dry_run_works_on_copies_and_leaves_the_sessions_alone(tmp_path):
-    mod = _round_module()
+    mod = load_script("round")
     a, b = _session(tmp_path / "x" / "s1"), _session(tmp_path / "y" / "s1")  # same name twice
     items = [mod.Item(str(a), ["check", "end"]), mod.Item(str(b), ["check"])]
     copies = mod.scratch_copies(items)
