@@ -444,16 +444,14 @@ class Verifier:
         ``cached``: the user cache as it was before the candidate ran (what it may have
         written since is not read).
         """
-        from upskills.verify.baselines import BaselineEntry, lookup_baseline, store_baseline
+        from upskills.verify.baselines import lookup_baseline, store_baseline
 
         entry = lookup_baseline(gpu, torch_version, task.hash, cached) if gpu else None
-        if entry is not None or self.device != "cuda":
+        if entry is not None:
             return entry
-        outcome = self.measure_baseline(task)
-        if outcome.result is None or "internal_error" in outcome.result:
-            return None
-        entry = BaselineEntry.model_validate(outcome.result)
-        store_baseline(entry)
+        entry = self.fresh_baseline(task)
+        if entry is not None:
+            store_baseline(entry)
         return entry
 
     def fresh_baseline(self, task: Task) -> Any:
