@@ -75,6 +75,22 @@ def task_name(folder: Path) -> str:
     return json.loads((folder / "state.json").read_text(encoding="utf-8"))["task"]["name"]
 
 
+def by_tasks(folders: list[Path], names: list[str]) -> list[Path]:
+    """The folders of these tasks, in the order given; an unknown name is an error, not a skip.
+
+    A name is the task's (``40_LayerNorm``), not its folder's (``kb1_40_layernorm``): the ninth
+    device session's re-check dropped a folder name without a word.
+    """
+    by_task = {task_name(f): f for f in folders}
+    missing = [n for n in names if n not in by_task]
+    if missing:
+        raise ValueError(
+            f"unknown task name(s) {', '.join(missing)}; the tasks here are "
+            f"{', '.join(sorted(by_task))}"
+        )
+    return [by_task[n] for n in names]
+
+
 def recheck(
     folder: Path, gpu: str, timeout: float, timing: bool = True, fresh: bool = False
 ) -> dict[str, Any]:
@@ -163,9 +179,10 @@ def main() -> int:
     if args.finals:
         folders = finals(folders)
     if args.tasks:
-        wanted = args.tasks.split(",")  # checked in the order given
-        by_task = {task_name(f): f for f in folders}
-        folders = [by_task[t] for t in wanted if t in by_task]
+        try:
+            folders = by_tasks(folders, args.tasks.split(","))
+        except ValueError as err:
+            ap.error(str(err))
     done = {r["session"] for r in _rows(args.out) if "error" not in r}
     if done:
         print(f"resuming: {len(done)} sessions already in {args.out}", flush=True)

@@ -7,6 +7,8 @@ import json
 import subprocess
 from pathlib import Path
 
+import pytest
+
 from tests.bench.test_round_script import load_script
 from tests.trace.conftest import write_sample_trace
 
@@ -49,3 +51,11 @@ def test_recheck_runs_upskills_check_and_compares_speedups(tmp_path, monkeypatch
     untimed = mod.recheck(folder, "0", 60.0, timing=False, fresh=True)
     assert "--no-timing" in seen[2] and "--fresh-baselines" not in seen[2]
     assert "fresh_baselines" not in untimed
+
+
+def test_an_unknown_task_name_is_an_error_not_a_skip(tmp_path):
+    mod = load_script("recheck")
+    folder = _session(tmp_path / "row_sum-s2")
+    assert mod.by_tasks([folder], ["row_sum"]) == [folder]
+    with pytest.raises(ValueError, match="row_sum-s2; the tasks here are row_sum"):
+        mod.by_tasks([folder], ["row_sum", "row_sum-s2"])
