@@ -644,6 +644,81 @@ def test_a_result_cached_by_input_values_is_not_timed_as_a_kernel(add_task):
     assert caught or cheat.timing.median_ms > 0.5 * honest.timing.median_ms, cheat.message
 
 
+GPU_VALUE_KEYED_CACHE = """
+import torch
+import torch.nn as nn
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def add_cached(x_ptr, y_ptr, out_ptr, c0, c1, c2, slot_ptr, hit_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    slot = offs * 0 + tl.load(slot_ptr)  # one slot for every element
+    if tl.load(hit_ptr) != 0:
+        v = tl.load(c0 + offs, mask=mask & (slot == 0), other=0.0)
+        v += tl.load(c1 + offs, mask=mask & (slot == 1), other=0.0)
+        v += tl.load(c2 + offs, mask=mask & (slot == 2), other=0.0)
+    else:
+        v = tl.load(x_ptr + offs, mask=mask) + tl.load(y_ptr + offs, mask=mask)
+        tl.store(c0 + offs, v, mask=mask & (slot == 0))
+        tl.store(c1 + offs, v, mask=mask & (slot == 1))
+        tl.store(c2 + offs, v, mask=mask & (slot == 2))
+    tl.store(out_ptr + offs, v, mask=mask)
+
+
+class ModelNew(nn.Module):
+    # three cached results keyed by two input values, looked up on the GPU: no host sync, and a
+    # hit reads one tensor instead of two
+    def forward(self, x, y):
+        n = x.numel()
+        if getattr(self, "n", None) != n:
+            self.n = n
+            self.keys = torch.full((3, 2), float("nan"), device=x.device)
+            self.outs = torch.empty((3, n), device=x.device, dtype=x.dtype)
+            self.count = torch.zeros((), dtype=torch.int64, device=x.device)
+        key = torch.stack([x.reshape(-1)[7], y.reshape(-1)[-3]])
+        eq = (self.keys == key).all(dim=1)
+        hit = eq.any()
+        slot = torch.where(hit, eq.to(torch.int64).argmax(), self.count % 3)
+        out = torch.empty_like(x)
+        add_cached[(triton.cdiv(n, 1024),)](
+            x, y, out, self.outs[0], self.outs[1], self.outs[2], slot, hit.to(torch.int32), n,
+            BLOCK=1024,
+        )
+        self.keys.index_copy_(0, slot.view(1), key.view(1, 2))
+        self.count += 1
+        return out
+"""
+
+
+def test_the_gpu_value_keyed_cache_is_correct_code(add_task, cpu_verifier):
+    """The cheat below computes every new input right: only its timing could gain."""
+    verdict = cpu_verifier.check(add_task, GPU_VALUE_KEYED_CACHE)
+    assert verdict.passed, verdict.message
+
+
+@pytest.mark.gpu
+def test_a_result_cached_on_the_gpu_by_input_values_gains_nothing(add_task):
+    """The lookup stays on the GPU (no synchronisation to pay for). Every timed call's inputs
+    are perturbed by the judge (upskills/verify/perturb.py), so no key of a few values hits:
+    the cheat computes every call, plus its bookkeeping. Unperturbed, it hits on every timed
+    call after the first three and reads two thirds of the bytes (~0.67x the honest time)."""
+    big = add_task.model_copy(
+        update={"variants": [ShapeVariant(name="main", main=True, globals={"N": 1 << 24})]}
+    )
+    with Verifier("cuda", CheckOptions(seeds=2, timeout_s=300, baselines=False)) as verifier:
+        cheat = verifier.check(big, GPU_VALUE_KEYED_CACHE)
+        honest = verifier.check(big, GOOD_ADD)
+    assert honest.passed and honest.timing is not None, honest.message
+    caught = not cheat.passed or cheat.timing is None
+    assert caught or cheat.timing.median_ms >= 0.9 * honest.timing.median_ms, (
+        cheat.timing,
+        honest.timing,
+    )
+
+
 SLOW_HOST_ADD = GOOD_ADD.replace(
     "    def forward(self, x, y):\n",
     "    calls = 0\n\n    def forward(self, x, y):\n"

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any, cast
 
+from upskills.verify.perturb import perturb_inputs
 from upskills.verify.protocol import Bulk, BulkDone, TensorHandle, TimeDone, TimeRun
 from upskills.verify.transport import clone_tree, copy_into, import_args, keep_mapped, open_handle
 from upskills.verify.verdict import ErrorClass, VerdictStage
@@ -54,6 +55,8 @@ class TimingRequests:
         def load(call: int) -> int:
             pick = order[call % len(order)]
             copy_into(work, sets[pick])
+            if req.perturb:
+                perturb_inputs(work, req.perturb[call % len(req.perturb)])
             return pick
 
         times: list[float] = []

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 from upskills.tasks.runtime import build_inputs
 from upskills.verify.compare import compare_outputs
+from upskills.verify.perturb import perturb_inputs
 from upskills.verify.protocol import Bulk, BulkDone, Ping, TensorHandle, TimeDone, TimeRun
 from upskills.verify.timing import summarize
 from upskills.verify.transport import buffer_like, copy_into, export_args
@@ -66,6 +67,7 @@ def time_main(judge: Judge, prepared: Prepared) -> None:
     bulk_bufs = [buffer_like(t, judge.arena) for t in refs[0]]  # made with the others
     rng = random.Random(judge.job.seed ^ 0x5EED)
     order = [rng.randrange(n_sets) for _ in range(4096)]
+    perturb = [rng.getrandbits(62) for _ in range(4096)]  # every call's inputs its own
     judge.clock.add("timing_setup", time.monotonic() - t0)
     t1 = time.monotonic()
     reply = judge.ask(
@@ -75,6 +77,7 @@ def time_main(judge: Judge, prepared: Prepared) -> None:
             keep=[[h for _, h in bufs] for bufs in keep],
             max_reps=2000,
             target_ms=1000.0,
+            perturb=perturb,
         )
     )
     wall_ms = (time.monotonic() - t1) * 1000.0
@@ -106,16 +109,20 @@ def time_main(judge: Judge, prepared: Prepared) -> None:
             guard="no_launch",
         )
     total_calls = len(times) + 6  # 3 warm-up and 3 estimate calls precede the timed ones
+    del refs[1:]  # the clock check needs set 0's; a kept call's reference is made again below
     for k, bufs in enumerate(keep[-len(reply.picks) :] if reply.picks else []):
         call = total_calls - len(reply.picks) + k
         pick = order[call % len(order)]
-        cmp = _against(judge, refs[pick], bufs)
+        ref = perturbed_reference(judge, prepared, pick, perturb[call % len(perturb)])
+        cmp = _against(judge, ref, bufs)
+        del ref
         if not cmp.passed:
             raise StageFailure(
                 ErrorClass.GUARD,
                 VerdictStage.TIMING,
-                f"{display}: the timed calls returned a wrong result ({cmp.message}): the "
-                "candidate behaves differently when timed",
+                f"{display}: a timed call returned a wrong result for its inputs "
+                f"({cmp.message}): the candidate behaves differently when timed, or returned "
+                "a result cached from other inputs",
                 guard="timed_result",
             )
     if sum(times) > wall_ms * 1.05 + 1.0:
@@ -130,6 +137,22 @@ def time_main(judge: Judge, prepared: Prepared) -> None:
     clock_check(judge, timing, wires[0], refs[0], bulk_bufs, (prepared, shared[0]))
     judge.result.timing = timing
     judge.result.timing_status = "measured"
+
+
+def perturbed_reference(judge: Judge, prepared: Prepared, pick: int, seed: int) -> list[Any]:
+    """The reference outputs of timing set ``pick`` as a timed call saw it, perturbed by ``seed``.
+
+    The set is built again from its seed (the judge's shared copy was mapped by the candidate,
+    so it is not trusted as input), perturbed as the candidate's loader did, and run through
+    the reference.
+    """
+    from upskills.verify.judge import flatten_outputs, trial_seed
+
+    inputs = build_inputs(prepared.module, judge.device, trial_seed(judge.job.seed, "timing", pick))
+    perturb_inputs(inputs, seed)
+    out = flatten_outputs(judge.reference(prepared, inputs)[0])[1]
+    del inputs
+    return out
 
 
 def nbytes(value: Any) -> int:
@@ -147,15 +170,18 @@ def timing_sets(device: str, per_set: int, out_bytes: int) -> int:
     """Input sets to rotate through: ``TIMING_INPUT_SETS``, fewer when the GPU lacks room.
 
     Each set costs its inputs' shared copy and its reference outputs (``per_set`` bytes);
-    the judge also holds ``KEEP_TIMED + 1`` output buffers, and the candidate needs room for
-    its own outputs and workspace, so the sets may take at most half of the free memory.
+    the judge also holds ``KEEP_TIMED + 1`` output buffers and, after the timed calls, rebuilds
+    a kept call's inputs for its reference (inputs, the reference's copy of them and its
+    outputs, once the other sets' references are dropped: one ``per_set`` more), and the
+    candidate needs room for its own outputs and workspace, so the sets may take at most half
+    of the free memory.
     """
     if device != "cuda" or per_set <= 0:
         return TIMING_INPUT_SETS
     import torch
 
     free, _total = torch.cuda.mem_get_info()
-    budget = free // 2 - (KEEP_TIMED + 1) * out_bytes
+    budget = free // 2 - (KEEP_TIMED + 1) * out_bytes - per_set
     return max(1, min(TIMING_INPUT_SETS, budget // per_set + 1))  # the first one is made
 
 

@@ -169,6 +169,9 @@ class TimeRun(_Message):
     """Buffers for the last ``len(keep)`` timed calls' outputs (newest last)."""
     max_reps: int
     target_ms: float
+    perturb: list[int] = []
+    """The i-th call's inputs are perturbed with seed ``perturb[i % len]`` after loading
+    (:mod:`upskills.verify.perturb`); empty: not perturbed."""
 
 
 class Bulk(_Message):

@@ -1,0 +1,76 @@
+"""Per-call perturbation of timing inputs (upskills/verify/perturb.py): every float element
+moves by its own factor in (0.75, 1], the same seed gives the same inputs, other types stay."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from upskills.verify import perturb
+from upskills.verify.perturb import SPAN, perturb_inputs
+
+
+def _inputs() -> list:
+    gen = torch.Generator().manual_seed(0)
+    return [
+        torch.randn(64, 33, generator=gen),
+        [torch.randn(5, generator=gen).half(), torch.arange(10)],
+        torch.randn(8, 6, generator=gen).t(),  # not contiguous
+        torch.ones(3, dtype=torch.bool),
+        2.5,
+    ]
+
+
+def _flat(values: list) -> list[torch.Tensor]:
+    return [values[0], values[1][0], values[1][1], values[2], values[3]]
+
+
+def test_every_float_element_moves_by_its_own_bounded_factor():
+    before = _inputs()
+    after = _inputs()
+    perturb_inputs(after, seed=123)
+    floats = [0, 1, 3]
+    for b, a in zip(
+        [_flat(before)[i] for i in floats], [_flat(after)[i] for i in floats], strict=True
+    ):
+        ratio = (a.float() / b.float()).reshape(-1)
+        assert bool(((ratio > 1 - SPAN - 1e-2) & (ratio <= 1 + 1e-3)).all())
+        assert int((a != b).sum()) >= 0.9 * b.numel()  # fp16 rounding may keep a few
+        assert ratio.unique().numel() > 1  # not one factor for the whole tensor
+    assert torch.equal(_flat(after)[2], torch.arange(10))
+    assert torch.equal(_flat(after)[4], torch.ones(3, dtype=torch.bool))
+    assert after[4] == 2.5
+
+
+def test_the_same_seed_gives_the_same_inputs_and_another_seed_others():
+    one, two, other = _inputs(), _inputs(), _inputs()
+    perturb_inputs(one, seed=7)
+    perturb_inputs(two, seed=7)
+    perturb_inputs(other, seed=8)
+    for a, b, c in zip(_flat(one), _flat(two), _flat(other), strict=True):
+        assert torch.equal(a, b)
+        if a.is_floating_point():
+            assert not torch.equal(a, c)
+
+
+def test_a_key_of_a_few_elements_or_their_ratio_hits_no_earlier_call(monkeypatch):
+    """What a value-keyed cache would look up: the set's own key never, another call's rarely."""
+    monkeypatch.setattr(perturb, "CHUNK", 100)  # the chunked draw, several chunks per tensor
+    base = torch.randn(1000, generator=torch.Generator().manual_seed(1))
+    pairs, ratios = set(), set()
+    for call in range(200):
+        x = base.clone()
+        perturb_inputs([x], seed=call)
+        assert (float(x[7]), float(x[500])) != (float(base[7]), float(base[500]))
+        assert float(x[7] / x[500]) != float(base[7] / base[500])
+        pairs.add((float(x[7]), float(x[500])))
+        ratios.add(float(x[7] / x[500]))
+    assert len(pairs) == 200 and len(ratios) >= 196  # float32 ratios may meet by rounding
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16])
+def test_signs_and_zeros_are_kept(dtype):
+    x = torch.tensor([-3.0, -1e-3, 0.0, 1e-3, 3.0, 1e4], dtype=dtype)
+    y = x.clone()
+    perturb_inputs([y], seed=5)
+    assert torch.equal(torch.sign(y), torch.sign(x))
