@@ -7,7 +7,9 @@
    by one warm :class:`Verifier`, compile and timing included: verdicts per minute, and the
    per-verdict cost of the fresh child alone (a check that fails right after import).
 2. Timing stability (CUDA): the same kernel checked 5 times; the spread of the 5 medians
-   (max/min - 1) and of each measurement's p10..p90.
+   (max/min - 1) and of each measurement's p10..p90. Each of those checks is followed by one
+   with the judge's per-call input perturbation off (``CheckOptions(perturb_timing=False)``),
+   so the two are compared side by side in one run: what the perturbation costs a timed call.
 
 Prints a table and writes JSON to ``--out``.
 """
@@ -64,6 +66,15 @@ def candidates() -> list[tuple[str, str]]:
     return batch
 
 
+def _stability(medians: list[float], spreads: list[float]) -> dict:
+    return {
+        "medians_ms": medians,
+        "medians_spread": round(max(medians) / min(medians) - 1, 4) if medians else None,
+        "mean_p10_p90_spread": round(statistics.fmean(spreads), 4) if spreads else None,
+        "timing": "measured" if medians else "unavailable on this device",
+    }
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda"])
@@ -105,18 +116,20 @@ def main(argv: list[str] | None = None) -> int:
         report["verdicts_per_minute"] = round(len(rows) / batch_s * 60, 2)
         child = [r["seconds"] for r in rows if r["candidate"] == "no ModelNew"]
         report["child_overhead_s"] = child[0] if child else None
-        medians, spreads = [], []
-        for _ in range(args.repeats):
-            v = verifier.check(task, KERNEL.replace("BLOCK_SIZE", "1024"))
-            if v.timing is not None:
-                medians.append(v.timing.median_ms)
-                spreads.append(v.timing.spread)
-        report["stability"] = {
-            "medians_ms": medians,
-            "medians_spread": round(max(medians) / min(medians) - 1, 4) if medians else None,
-            "mean_p10_p90_spread": round(statistics.fmean(spreads), 4) if spreads else None,
-            "timing": "measured" if medians else "unavailable on this device",
+        runs: dict[str, tuple[list[float], list[float]]] = {
+            "perturbed": ([], []),
+            "plain": ([], []),
         }
+        plain = options.model_copy(update={"perturb_timing": False})
+        for _ in range(args.repeats):
+            for name, opts in (("perturbed", options), ("plain", plain)):
+                v = verifier.check(task, KERNEL.replace("BLOCK_SIZE", "1024"), opts)
+                if v.timing is not None:
+                    runs[name][0].append(v.timing.median_ms)
+                    runs[name][1].append(v.timing.spread)
+        report["stability"] = {name: _stability(*runs[name]) for name in runs}
+        both = [statistics.median(runs[n][0]) for n in runs if runs[n][0]]
+        report["perturbed_over_plain"] = round(both[0] / both[1], 4) if len(both) == 2 else None
     print(f"device {report['device']}, task {task.name}, {args.seeds} seeds")
     print(f"{'candidate':24s} {'passed':7s} {'error':10s} {'seconds':>8s} {'median ms':>10s}")
     for r in rows:
@@ -129,11 +142,12 @@ def main(argv: list[str] | None = None) -> int:
         f"verdicts/minute: {report['verdicts_per_minute']}  (first verdict, cold: "
         f"{report['first_verdict_s']} s; fresh-child overhead: {report['child_overhead_s']} s)"
     )
-    st = report["stability"]
-    print(
-        f"stability over {args.repeats} checks: medians {st['medians_ms']} -> spread "
-        f"{st['medians_spread']} ({st['timing']})"
-    )
+    for name, st in report["stability"].items():
+        print(
+            f"stability over {args.repeats} checks, {name}: medians {st['medians_ms']} -> "
+            f"spread {st['medians_spread']} ({st['timing']})"
+        )
+    print(f"median of medians, perturbed / plain: {report['perturbed_over_plain']}")
     args.out.write_text(json.dumps(report, indent=1, default=str) + "\n")
     print(f"wrote {args.out}")
     return 0

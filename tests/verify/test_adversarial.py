@@ -708,13 +708,23 @@ def test_a_result_cached_on_the_gpu_by_input_values_gains_nothing(add_task):
     big = add_task.model_copy(
         update={"variants": [ShapeVariant(name="main", main=True, globals={"N": 1 << 24})]}
     )
-    with Verifier("cuda", CheckOptions(seeds=2, timeout_s=300, baselines=False)) as verifier:
+    options = CheckOptions(seeds=2, timeout_s=300, baselines=False)
+    with Verifier("cuda", options) as verifier:
         cheat = verifier.check(big, GPU_VALUE_KEYED_CACHE)
         honest = verifier.check(big, GOOD_ADD)
+        unmended = verifier.check(
+            big, GPU_VALUE_KEYED_CACHE, options.model_copy(update={"perturb_timing": False})
+        )
     assert honest.passed and honest.timing is not None, honest.message
     caught = not cheat.passed or cheat.timing is None
     assert caught or cheat.timing.median_ms >= 0.9 * honest.timing.median_ms, (
         cheat.timing,
+        honest.timing,
+    )
+    # the cheat works where the inputs repeat: what the perturbation is for
+    assert unmended.passed and unmended.timing is not None, unmended.message
+    assert unmended.timing.median_ms < 0.8 * honest.timing.median_ms, (
+        unmended.timing,
         honest.timing,
     )
 

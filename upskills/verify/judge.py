@@ -72,6 +72,7 @@ class JudgeJob(BaseModel):
     """The check's seed (every trial's seed derives from it)."""
     random_shape: bool = True
     timing: bool = True
+    perturb_timing: bool = True
     timeout_s: float
     share_with_others: bool = False
     """Shared-memory files readable by another user (the candidate runs as ``nobody``)."""

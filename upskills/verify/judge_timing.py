@@ -67,7 +67,8 @@ def time_main(judge: Judge, prepared: Prepared) -> None:
     bulk_bufs = [buffer_like(t, judge.arena) for t in refs[0]]  # made with the others
     rng = random.Random(judge.job.seed ^ 0x5EED)
     order = [rng.randrange(n_sets) for _ in range(4096)]
-    perturb = [rng.getrandbits(62) for _ in range(4096)]  # every call's inputs its own
+    # every call's inputs its own (empty: not perturbed, only to measure what that costs)
+    perturb = [rng.getrandbits(62) for _ in range(4096)] if judge.job.perturb_timing else []
     judge.clock.add("timing_setup", time.monotonic() - t0)
     t1 = time.monotonic()
     reply = judge.ask(
@@ -113,7 +114,8 @@ def time_main(judge: Judge, prepared: Prepared) -> None:
     for k, bufs in enumerate(keep[-len(reply.picks) :] if reply.picks else []):
         call = total_calls - len(reply.picks) + k
         pick = order[call % len(order)]
-        ref = perturbed_reference(judge, prepared, pick, perturb[call % len(perturb)])
+        seed = perturb[call % len(perturb)] if perturb else None
+        ref = perturbed_reference(judge, prepared, pick, seed)
         cmp = _against(judge, ref, bufs)
         del ref
         if not cmp.passed:
@@ -139,17 +141,18 @@ def time_main(judge: Judge, prepared: Prepared) -> None:
     judge.result.timing_status = "measured"
 
 
-def perturbed_reference(judge: Judge, prepared: Prepared, pick: int, seed: int) -> list[Any]:
-    """The reference outputs of timing set ``pick`` as a timed call saw it, perturbed by ``seed``.
+def perturbed_reference(judge: Judge, prepared: Prepared, pick: int, seed: int | None) -> list[Any]:
+    """The reference outputs of timing set ``pick`` as a timed call saw it.
 
-    The set is built again from its seed (the judge's shared copy was mapped by the candidate,
-    so it is not trusted as input), perturbed as the candidate's loader did, and run through
-    the reference.
+    Perturbed by ``seed`` (None: as built). The set is built again from its seed (the judge's
+    shared copy was mapped by the candidate, so it is not trusted as input), perturbed as the
+    candidate's loader did, and run through the reference.
     """
     from upskills.verify.judge import flatten_outputs, trial_seed
 
     inputs = build_inputs(prepared.module, judge.device, trial_seed(judge.job.seed, "timing", pick))
-    perturb_inputs(inputs, seed)
+    if seed is not None:
+        perturb_inputs(inputs, seed)
     out = flatten_outputs(judge.reference(prepared, inputs)[0])[1]
     del inputs
     return out

@@ -28,6 +28,10 @@ class CheckOptions(BaseModel):
     is then neither read nor written): the speedup becomes a side-by-side ratio of one machine
     start, as a compute-bound kernel needs, whose time follows the GPU's clocks. Costs a
     torch.compile of the reference."""
+    perturb_timing: bool = True
+    """Give every timed call inputs of its own (:mod:`upskills.verify.perturb`), so no result
+    cached by input values is timed. Off only to measure what the perturbation itself costs
+    (``benchmarks/verifier_bench.py``): a verdict timed without it can be fooled."""
     seed: int | None = Field(default=None, ge=0)
     """The check's seed (replay a verdict); None draws a fresh one per check."""
     random_shape: bool = True

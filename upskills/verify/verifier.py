@@ -269,6 +269,7 @@ class Verifier:
             seed=seed,
             random_shape=options.random_shape,
             timing=options.timing,
+            perturb_timing=options.perturb_timing,
             timeout_s=options.timeout_s,
             share_with_others=sandbox_user_differs(),
             candidate_parent=self.candidates.pid(),
