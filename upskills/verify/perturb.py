@@ -9,8 +9,9 @@ for that call: no key short of the whole input can hit, and a stale result is wr
 inputs it is returned for. The judge rebuilds the kept calls' inputs with the same seeds and
 checks their outputs against references of exactly those inputs.
 
-Factors below 1 keep signs, zeros and any domain that contains ``[0, x]`` with ``x`` (a
-probability stays a probability, a positive input stays positive). Integer and boolean tensors
+Factors below 1 keep signs and zeros, and keep a value inside any domain that holds every
+number between 0 and each of its members (a probability stays a probability, a positive input
+stays positive); a domain bounded away from 0 (``x > 1``) is not kept. Integer and boolean tensors
 (indices, targets, masks) are left as they are. The same seed on the same device gives the same
 factors in any process (torch's Philox generator, drawn in the same chunks).
 """
