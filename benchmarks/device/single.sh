@@ -15,6 +15,11 @@
 #                    -> $OUT/vs_kernelbench.json
 #   PROBE=1          can a process of another user map the judge's GPU memory (VMM, POSIX fd)?
 #                    -> $OUT/cross_user_probe.txt
+#   VBENCH=1         benchmarks/verifier_bench.py: verdicts per minute, and one kernel's checks
+#                    with and without the per-call input perturbation side by side
+#                    -> $OUT/verifier_bench.json
+#   ABLATE=1         upskills distill --ablate --device cuda over traces/corpus-live, resuming
+#                    from the committed ablation cache (carry .kb) -> $OUT/ablations.jsonl
 #   TESTS=1          the GPU test suite (-m gpu): untimed tests with 8 xdist workers, then the
 #                    tests that need a timed verdict one at a time -> $OUT/gpu_tests.log
 #   TESTS="a b"      only these test ids, one at a time
@@ -99,6 +104,21 @@ fi
 # judge guards only its own cache), so no timed stage may follow the tests in one call, and the
 # cache goes back before they run.
 tar czf "$OUT/cache.tgz" -C "$UPSKILLS_CACHE_DIR" .
+if [ -n "${VBENCH:-}" ] && [ "$(left 15)" -gt 60 ]; then
+  timeout -k 10 "$(left 15)" python3 benchmarks/verifier_bench.py --device cuda --repeats 5 \
+    --out "$OUT/verifier_bench.json" > /tmp/verifier_bench.log 2>&1
+  echo "verifier_bench exit $?"; tail -6 /tmp/verifier_bench.log
+fi
+
+if [ -n "${ABLATE:-}" ] && [ "$(left 15)" -gt 60 ]; then
+  # appended to as each kernel is timed: a run cut by the limit resumes from the file it left
+  cp benchmarks/results/ablations_h200.jsonl "$OUT/ablations.jsonl"
+  timeout -s INT -k 20 "$(left 15)" python3 -m upskills distill traces/corpus-live --ablate \
+    --device cuda --ablation-cache "$OUT/ablations.jsonl" --skills-dir /tmp/ablate-skills \
+    --no-cases > /tmp/ablate.log 2>&1
+  echo "ablate exit $?: $(wc -l < "$OUT/ablations.jsonl") measurements"; tail -4 /tmp/ablate.log
+fi
+
 if [ "${TESTS:-}" = 1 ]; then
   timed=(tests/kernels/test_known_kernels.py::test_good_kernel_passes_on_cuda_and_is_timed
     tests/verify/test_profile.py tests/verify/test_adversarial.py tests/verify/test_gpu.py
