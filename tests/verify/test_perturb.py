@@ -74,3 +74,34 @@ def test_signs_and_zeros_are_kept(dtype):
     y = x.clone()
     perturb_inputs([y], seed=5)
     assert torch.equal(torch.sign(y), torch.sign(x))
+
+
+def test_the_judge_rebuilds_what_the_candidates_loader_timed():
+    """The candidate's loader copies a set into its work tensors and perturbs them; the judge
+    builds the set again from its seed and perturbs it with the same call seed: the same
+    inputs, so the kept output is compared against the reference of what was really timed."""
+    from types import SimpleNamespace
+
+    from upskills.tasks import load_task
+    from upskills.tasks.runtime import build_inputs, load_reference
+    from upskills.verify.judge import trial_seed
+    from upskills.verify.judge_timing import perturbed_reference
+    from upskills.verify.transport import clone_tree, copy_into
+
+    task = load_task("cross_entropy")  # float logits and int64 targets
+    module = load_reference(task, "small")
+    model = module.Model()
+    judge = SimpleNamespace(
+        device="cpu",
+        job=SimpleNamespace(seed=11),
+        reference=lambda prepared, inputs: (prepared.model(*clone_tree(inputs)), set()),
+    )
+    prepared = SimpleNamespace(module=module, model=model)
+    sets = [build_inputs(module, "cpu", trial_seed(11, "timing", i)) for i in range(3)]
+    work = clone_tree(sets[0])
+    copy_into(work, sets[2])  # the loader: set 2 for this call ...
+    perturb_inputs(work, 987654321)  # ... perturbed with this call's seed
+    timed = model(*work)
+    assert torch.equal(perturbed_reference(judge, prepared, 2, 987654321)[0], timed)
+    assert not torch.equal(perturbed_reference(judge, prepared, 2, None)[0], timed)
+    assert torch.equal(perturbed_reference(judge, prepared, 2, None)[0], model(*sets[2]))
