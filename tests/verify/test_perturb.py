@@ -1,5 +1,6 @@
 """Per-call perturbation of timing inputs (upskills/verify/perturb.py): every float element
-moves by its own factor in (0.75, 1], the same seed gives the same inputs, other types stay."""
+moves by a factor in (0.75, 1] made from its value and the call's seed, equal values stay
+equal, the same seed gives the same inputs, other types stay."""
 
 from __future__ import annotations
 
@@ -25,7 +26,7 @@ def _flat(values: list) -> list[torch.Tensor]:
     return [values[0], values[1][0], values[1][1], values[2], values[3]]
 
 
-def test_every_float_element_moves_by_its_own_bounded_factor():
+def test_every_float_element_moves_by_a_bounded_factor():
     before = _inputs()
     after = _inputs()
     perturb_inputs(after, seed=123)
@@ -105,3 +106,17 @@ def test_the_judge_rebuilds_what_the_candidates_loader_timed():
     assert torch.equal(perturbed_reference(judge, prepared, 2, 987654321)[0], timed)
     assert not torch.equal(perturbed_reference(judge, prepared, 2, None)[0], timed)
     assert torch.equal(perturbed_reference(judge, prepared, 2, None)[0], model(*sets[2]))
+
+
+def test_equal_values_stay_equal_so_a_tasks_structure_is_kept():
+    """A symmetric input stays symmetric, a triangular one keeps its zeros, +-1 keeps its
+    pattern: a kernel entitled to that structure by its task is timed on inputs that have it."""
+    gen = torch.Generator().manual_seed(3)
+    a = torch.randn(64, 64, generator=gen)
+    sym = (a + a.t()).contiguous()
+    tri = torch.triu(torch.randn(64, 64, generator=gen))
+    signs = torch.randint(0, 2, (1000,), generator=gen).float() * 2 - 1
+    perturb_inputs([sym, tri, signs], seed=99)
+    assert torch.equal(sym, sym.t())
+    assert bool((torch.tril(tri, -1) == 0).all())
+    assert signs.unique().numel() == 2 and bool((signs.abs() < 1).all())

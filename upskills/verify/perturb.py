@@ -4,16 +4,20 @@ Timed calls rotate through a few input sets, so a forward that caches its output
 input values (a few elements, their ratios, their signs; on the host or in a kernel that copies
 the cached result instead of computing) would be timed on cache hits. Before each timed call,
 after its set is loaded and before the L2 flush, every floating-point element of the inputs is
-multiplied by its own factor in ``(1 - SPAN, 1]``, drawn from a generator seeded by the judge
-for that call: no key short of the whole input can hit, and a stale result is wrong for the
-inputs it is returned for. The judge rebuilds the kept calls' inputs with the same seeds and
-checks their outputs against references of exactly those inputs.
+multiplied by a factor in ``(1 - SPAN, 1]`` that is a hash of the element's value and the
+judge's seed for that call: no key short of the whole input can hit, and a stale result is
+wrong for the inputs it is returned for. The judge rebuilds the kept calls' inputs with the same
+seeds and checks their outputs against references of exactly those inputs.
 
-Factors below 1 keep signs and zeros, and keep a value inside any domain that holds every
-number between 0 and each of its members (a probability stays a probability, a positive input
-stays positive); a domain bounded away from 0 (``x > 1``) is not kept. Integer and boolean tensors
-(indices, targets, masks) are left as they are. The same seed on the same device gives the same
-factors in any process (torch's Philox generator, drawn in the same chunks).
+The factor depends on the value, not on the position, so equal values stay equal: a symmetric
+matrix stays symmetric, a triangular one keeps its zeros, a one-hot or +-1 tensor keeps its
+pattern, and a kernel entitled to such structure by its task is not failed for using it. Factors
+below 1 keep signs, zeros, infinities and NaNs, and keep a value inside any domain that holds
+every number between 0 and each of its members (a probability stays a probability, a positive
+input stays positive); a domain bounded away from 0 (``x > 1``) or an order between different
+values (a sorted input) is not kept. Integer and boolean tensors (indices, targets, masks) are
+left as they are. Only integer arithmetic makes the factors, so the same seed gives the same
+inputs in any process on the same device.
 """
 
 from __future__ import annotations
@@ -21,9 +25,14 @@ from __future__ import annotations
 from typing import Any, cast
 
 SPAN = 0.25
-"""Each factor is drawn from ``(1 - SPAN, 1]``: wide enough to move fp16/bf16 values."""
+"""Each factor lies in ``(1 - SPAN, 1]``: wide enough to move fp16/bf16 values."""
 CHUNK = 1 << 24
-"""Elements drawn at once (64 MiB of fp32 factors): an 8 GiB input needs no 8 GiB of factors."""
+"""Elements perturbed at once: an 8 GiB input needs no 8 GiB of temporaries."""
+
+_M1 = 0x9E3779B97F4A7C15 - (1 << 64)  # odd 64-bit multipliers (as signed int64)
+_M2 = 0xBF58476D1CE4E5B9 - (1 << 64)
+_LOW32 = 0xFFFFFFFF
+_BITS = 24  # the factor's resolution: 2**-24 of SPAN
 
 
 def perturb_inputs(values: list[Any], seed: int) -> None:
@@ -31,36 +40,35 @@ def perturb_inputs(values: list[Any], seed: int) -> None:
     import torch
 
     for k, tensor in enumerate(_float_tensors(values)):
-        gen = _generator(tensor.device).manual_seed((seed + 7919 * k) % (1 << 63))
+        salt = _salt(seed, k)
         with torch.no_grad():
             if not tensor.is_contiguous():
-                factors = torch.rand(
-                    tensor.shape, generator=gen, device=tensor.device, dtype=torch.float32
-                )
-                tensor.mul_(factors.mul_(-SPAN).add_(1.0))
+                tensor.mul_(_factors(tensor, salt))
                 continue
             flat = tensor.view(-1)
             for start in range(0, flat.numel(), CHUNK):
                 part = flat[start : start + CHUNK]
-                factors = torch.rand(
-                    part.numel(), generator=gen, device=tensor.device, dtype=torch.float32
-                )
-                part.mul_(factors.mul_(-SPAN).add_(1.0))
+                part.mul_(_factors(part, salt))
 
 
-_GENERATORS: dict[Any, Any] = {}
+def _salt(seed: int, k: int) -> int:
+    """The call's seed for the k-th float tensor, as a signed int64."""
+    s = (seed * 0x2545F4914F6CDD1D + k * 0x632BE59BD9B4E019 + 1) & ((1 << 64) - 1)
+    return s - (1 << 64) if s >= 1 << 63 else s
 
 
-def _generator(device: Any) -> Any:
-    """One generator per device, re-seeded for each tensor.
-
-    Cheaper on the host than a new one per call: the perturbation runs before every timed call.
-    """
+def _factors(tensor: Any, salt: int) -> Any:
+    """``1 - SPAN * u``, u in [0, 1) a hash of each element's bits and ``salt`` (fp32)."""
     import torch
 
-    if device not in _GENERATORS:
-        _GENERATORS[device] = torch.Generator(device=device)
-    return _GENERATORS[device]
+    same_size = {1: torch.int8, 2: torch.int16, 4: torch.int32, 8: torch.int64}
+    h = tensor.view(same_size[tensor.element_size()]).to(torch.int64)
+    h.mul_(_M1).add_(salt)  # int64 arithmetic wraps around
+    h.bitwise_xor_(torch.bitwise_right_shift(h, 31).bitwise_and_(_LOW32))
+    h.mul_(_M2)
+    h.bitwise_xor_(torch.bitwise_right_shift(h, 29).bitwise_and_((1 << 35) - 1))
+    u = torch.bitwise_right_shift(h, 64 - 1 - _BITS).bitwise_and_((1 << _BITS) - 1)
+    return u.to(torch.float32).mul_(-SPAN / (1 << _BITS)).add_(1.0)
 
 
 def _float_tensors(values: Any) -> list[Any]:
