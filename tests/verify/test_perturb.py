@@ -1,5 +1,5 @@
 """Per-call perturbation of timing inputs (upskills/verify/perturb.py): every float element
-moves by a factor in (0.75, 1] made from its value and the call's seed, equal values stay
+moves by a factor in [0.75, 1] made from its value and the call's seed, equal values stay
 equal, the same seed gives the same inputs, other types stay."""
 
 from __future__ import annotations

@@ -4,7 +4,7 @@ Timed calls rotate through a few input sets, so a forward that caches its output
 input values (a few elements, their ratios, their signs; on the host or in a kernel that copies
 the cached result instead of computing) would be timed on cache hits. Before each timed call,
 after its set is loaded and before the L2 flush, every floating-point element of the inputs is
-multiplied by a factor in ``(1 - SPAN, 1]`` that is a hash of the element's value and the
+multiplied by a factor in ``[1 - SPAN, 1]`` that is a hash of the element's value and the
 judge's seed for that call: no key short of the whole input can hit, and a stale result is
 wrong for the inputs it is returned for. The judge rebuilds the kept calls' inputs with the same
 seeds and checks their outputs against references of exactly those inputs.
@@ -25,7 +25,7 @@ from __future__ import annotations
 from typing import Any, cast
 
 SPAN = 0.25
-"""Each factor lies in ``(1 - SPAN, 1]``: wide enough to move fp16/bf16 values."""
+"""Each factor lies in ``[1 - SPAN, 1]``: wide enough to move fp16/bf16 values."""
 CHUNK = 1 << 24
 """Elements perturbed at once: an 8 GiB input needs no 8 GiB of temporaries."""
 
