@@ -729,6 +729,34 @@ def test_a_result_cached_on_the_gpu_by_input_values_gains_nothing(add_task):
     )
 
 
+UNPERTURB = GOOD_ADD.replace("import torch\n", "import operator\n\nimport torch\n", 1).replace(
+    "    def forward(self, x, y):\n",
+    """    def forward(self, x, y):
+        # a stack walk the static check does not see (attrgetter of built names), up to the
+        # candidate host's module, then into the timing code's globals: the timed calls' input
+        # perturbation becomes a no-op, so a value-keyed cache would hit again
+        try:
+            raise ValueError
+        except ValueError as e:
+            f = operator.attrgetter("__tra" + "ceback__.tb_" + "frame")(e)
+        while f is not None:
+            g = operator.attrgetter("f_" + "globals")(f)
+            if "TimingRequests" in g:
+                run = operator.attrgetter("time_" + "run")(g["TimingRequests"])
+                operator.attrgetter("__glob" + "als__")(run)["perturb_" + "inputs"] = print
+            f = operator.attrgetter("f_" + "back")(f)
+""",
+)
+
+
+def test_a_candidate_that_switches_off_the_input_perturbation_is_caught(add_task, cpu_verifier):
+    """The verifier's own modules in the candidate's process are watched like torch's: a
+    rebinding of the perturbation (or the timer, the loader) fails guard (d)."""
+    verdict = cpu_verifier.check(add_task, UNPERTURB)
+    assert not verdict.passed and verdict.guard == "library_patch", verdict.message
+    assert "perturb_inputs" in verdict.message
+
+
 SLOW_HOST_ADD = GOOD_ADD.replace(
     "    def forward(self, x, y):\n",
     "    calls = 0\n\n    def forward(self, x, y):\n"

@@ -8,14 +8,16 @@
   outside the candidate's own launches; :func:`forbidden_ops` rejects compute ops on more than a
   few elements, and any copy op the reference itself uses for its work (guard b).
 - :class:`LibrarySnapshot` remembers every attribute of ``torch``, ``torch.Tensor``,
-  ``torch.nn.Module``, ``torch.cuda``, ``time`` and ``builtins``; a changed one (a patched timer,
-  ``synchronize`` or comparison) fails guard (d).
+  ``torch.nn.Module``, ``torch.cuda``, ``time``, ``builtins`` and the verifier's own modules in
+  the candidate's process (its loader, timer, input perturbation, transport); a changed one (a
+  patched timer, ``synchronize``, comparison or perturbation) fails guard (d).
 
 Like the static guards, these raise the cost of cheating; they are not a security sandbox.
 """
 
 from __future__ import annotations
 
+import importlib
 import os
 import threading
 import time
@@ -391,7 +393,28 @@ def _watched_namespaces() -> dict[str, Any]:
     }
     if hasattr(torch.cuda, "Event"):
         spaces["torch.cuda.Event"] = torch.cuda.Event
+    # The verifier's own code in the candidate's process: the loader, perturbation, timer and
+    # transport a timed call runs through. A candidate that reaches their globals (a stack walk
+    # the static check did not see) and rebinds one, say the perturbation, is caught here.
+    for name in _OWN_MODULES:
+        spaces[name] = importlib.import_module(name)
+    for name, cls in _OWN_CLASSES:
+        spaces[f"{name}.{cls}"] = getattr(spaces[name], cls)
     return spaces
+
+
+_OWN_MODULES = (
+    "upskills.verify.candidate_host",
+    "upskills.verify.candidate_timing",
+    "upskills.verify.perturb",
+    "upskills.verify.timing",
+    "upskills.verify.transport",
+    "upskills.verify.guards",
+)
+_OWN_CLASSES = (
+    ("upskills.verify.candidate_host", "CandidateHost"),
+    ("upskills.verify.candidate_timing", "TimingRequests"),
+)
 
 
 def _attrs(space: object) -> Mapping[str, Any]:
