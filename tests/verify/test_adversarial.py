@@ -729,22 +729,25 @@ def test_a_result_cached_on_the_gpu_by_input_values_gains_nothing(add_task):
     )
 
 
-UNPERTURB = GOOD_ADD.replace("import torch\n", "import operator\n\nimport torch\n", 1).replace(
+UNPERTURB = GOOD_ADD.replace("import torch\n", "import functools\n\nimport torch\n", 1).replace(
     "    def forward(self, x, y):\n",
     """    def forward(self, x, y):
-        # a stack walk the static check does not see (attrgetter of built names), up to the
-        # candidate host's module, then into the timing code's globals: the timed calls' input
-        # perturbation becomes a no-op, so a value-keyed cache would hit again
+        # a stack walk the static check does not see (getattr passed to reduce, built names),
+        # up to the candidate host's module, then into the timing code's globals: the timed
+        # calls' input perturbation becomes a no-op, so a value-keyed cache would hit again
+        def reach(obj, *names):
+            return functools.reduce(getattr, names, obj)
+
         try:
             raise ValueError
         except ValueError as e:
-            f = operator.attrgetter("__tra" + "ceback__.tb_" + "frame")(e)
+            f = reach(e, "__tra" + "ceback__", "tb_" + "frame")
         while f is not None:
-            g = operator.attrgetter("f_" + "globals")(f)
+            g = reach(f, "f_" + "globals")
             if "TimingRequests" in g:
-                run = operator.attrgetter("time_" + "run")(g["TimingRequests"])
-                operator.attrgetter("__glob" + "als__")(run)["perturb_" + "inputs"] = print
-            f = operator.attrgetter("f_" + "back")(f)
+                run = reach(g["TimingRequests"], "time_" + "run", "__glob" + "als__")
+                run["perturb_" + "inputs"] = print
+            f = reach(f, "f_" + "back")
 """,
 )
 

@@ -63,6 +63,14 @@ HEADER = "import torch\nimport torch.nn as nn\nimport torch.nn.functional as F\n
         ),
         ("import sys\nf = sys._getframe(1)\n", "(e) walking stack frames"),
         ("def f(fr):\n    return fr.f_back.f_locals\n", "(e) walking stack frames"),
+        (
+            "import operator\nf = operator.attrgetter('__traceback__.tb_frame')\n",
+            "(e) walking stack frames",
+        ),
+        (
+            "from operator import attrgetter as ag\nf = ag('tb_' + 'frame')\n",
+            "(e) operator.attrgetter with a computed name",
+        ),
         ("ref = Model()\n", "(e) uses the reference's Model"),
         ("from upskills.tasks import runtime\n", "(e) the candidate must not use the verifier"),
         ("m = __import__('gc')\n", "(e) __import__()"),

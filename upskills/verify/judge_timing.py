@@ -110,12 +110,15 @@ def time_main(judge: Judge, prepared: Prepared) -> None:
             guard="no_launch",
         )
     total_calls = len(times) + 6  # 3 warm-up and 3 estimate calls precede the timed ones
-    del refs[1:]  # the clock check needs set 0's; a kept call's reference is made again below
+    if perturb:
+        del refs[1:]  # the clock check needs set 0's; a kept call's reference is made again below
     for k, bufs in enumerate(keep[-len(reply.picks) :] if reply.picks else []):
         call = total_calls - len(reply.picks) + k
         pick = order[call % len(order)]
-        seed = perturb[call % len(perturb)] if perturb else None
-        ref = perturbed_reference(judge, prepared, pick, seed)
+        if perturb:
+            ref = perturbed_reference(judge, prepared, pick, perturb[call % len(perturb)])
+        else:
+            ref = refs[pick]
         cmp = _against(judge, ref, bufs)
         del ref
         if not cmp.passed:
@@ -141,18 +144,17 @@ def time_main(judge: Judge, prepared: Prepared) -> None:
     judge.result.timing_status = "measured"
 
 
-def perturbed_reference(judge: Judge, prepared: Prepared, pick: int, seed: int | None) -> list[Any]:
-    """The reference outputs of timing set ``pick`` as a timed call saw it.
+def perturbed_reference(judge: Judge, prepared: Prepared, pick: int, seed: int) -> list[Any]:
+    """The reference outputs of timing set ``pick`` as a timed call saw it, perturbed by ``seed``.
 
-    Perturbed by ``seed`` (None: as built). The set is built again from its seed (the judge's
-    shared copy was mapped by the candidate, so it is not trusted as input), perturbed as the
-    candidate's loader did, and run through the reference.
+    The set is built again from its seed (the judge's shared copy was mapped by the candidate,
+    so it is not trusted as input), perturbed as the candidate's loader did, and run through
+    the reference.
     """
     from upskills.verify.judge import flatten_outputs, trial_seed
 
     inputs = build_inputs(prepared.module, judge.device, trial_seed(judge.job.seed, "timing", pick))
-    if seed is not None:
-        perturb_inputs(inputs, seed)
+    perturb_inputs(inputs, seed)
     out = flatten_outputs(judge.reference(prepared, inputs)[0])[1]
     del inputs
     return out

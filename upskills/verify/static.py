@@ -275,6 +275,15 @@ class _GuardVisitor(ast.NodeVisitor):
         elif full in TIMING_ATTRIBUTES:
             self._flag(node, f"{TIMING_ATTRIBUTES[full]}: uses {full}")
 
+    def _attrgetter(self, node: ast.Call, name: str) -> None:
+        parts = _attrgetter_names(node, name)
+        if parts is None:
+            self._flag(node, f"(e) {name} with a computed name hides what it reaches", "dynamic")
+        elif any(p in FRAME_ATTRIBUTES for p in parts):
+            self._flag(node, f"(e) walking stack frames can reach the reference: {name}")
+        elif any(p.startswith("_") for p in parts):
+            self._flag(node, f"(e) {name} of a private name hides it", "dynamic")
+
     def visit_Attribute(self, node: ast.Attribute) -> None:
         if node.attr in FRAME_ATTRIBUTES:
             self._flag(node, f"(e) walking stack frames can reach the reference: .{node.attr}")
@@ -451,12 +460,28 @@ class _GuardVisitor(ast.NodeVisitor):
                 self._flag(
                     node, "(e) getattr with a computed name hides what it reaches", "dynamic"
                 )
+        if name in {"operator.attrgetter", "operator.methodcaller"}:
+            self._attrgetter(node, name)
         if isinstance(node.func, ast.Attribute) and node.func.attr in {
             "register_forward_hook",
             "register_forward_pre_hook",
         }:
             self._flag(node, "(b) forward hooks run code around forward", "module_hooks")
         self.generic_visit(node)
+
+
+def _attrgetter_names(node: ast.Call, name: str) -> list[str] | None:
+    """The attribute names an ``operator.attrgetter``/``methodcaller`` call reaches.
+
+    None when one is computed: a built string hides it as ``getattr`` with a computed name does.
+    """
+    args = node.args if name == "operator.attrgetter" else node.args[:1]
+    parts: list[str] = []
+    for arg in args:
+        if not (isinstance(arg, ast.Constant) and isinstance(arg.value, str)):
+            return None
+        parts += arg.value.split(".")
+    return parts
 
 
 def _module_level_names(tree: ast.Module) -> set[str]:
