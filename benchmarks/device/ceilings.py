@@ -1,8 +1,12 @@
-"""Measure the two ceilings on this GPU: device-to-device copy bandwidth and dense matmul rate.
+"""Measure the ceilings on this GPU: device-to-device copy bandwidth, dense matmul rate, and the
+rate at which the SMs can read data that sits in L2.
 
 Copy: a 4 GiB fp32 tensor copied into another, bytes counted as read + write. Matmul: 8192^3
-fp16 and bf16 products through torch.matmul on random data. Both timed with CUDA events after
-warm-up, median of 20. Writes JSON to --out.
+fp16 and bf16 products through torch.matmul on random data. L2 read: a 16 MiB fp32 buffer (well
+inside an H200's L2) read over and over by 4 programs per SM, 16-byte loads, each pass in a
+different order of its blocks; bytes counted as every pass's reads (a kernel that re-reads
+parameters from L2 once per row, like a layer norm over rows as large as its weight, cannot beat
+this). All timed with CUDA events after warm-up, median of 20. Writes JSON to --out.
 
     python benchmarks/device/ceilings.py --out ceilings.json
 """
@@ -15,6 +19,35 @@ import statistics
 from pathlib import Path
 
 import torch
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def _l2_read(x_ptr, out_ptr, n_blocks, passes, BLOCK: tl.constexpr):
+    pid = tl.program_id(0)
+    step = tl.num_programs(0)
+    acc = tl.zeros([BLOCK], tl.float32)
+    for p in range(passes):
+        for b in range(pid, n_blocks, step):
+            blk = (b + p * 7) % n_blocks  # another order each pass: nothing to hoist
+            acc += tl.load(x_ptr + blk * BLOCK + tl.arange(0, BLOCK))
+    tl.store(out_ptr + pid, tl.sum(acc, axis=0))
+
+
+def l2_read_gb_per_s(mib: int = 16, passes: int = 64) -> float:
+    """SM reads of an L2-resident buffer, GB/s (bytes = passes x buffer)."""
+    block = 4096
+    x = torch.randn(mib * (1 << 20) // 4, device="cuda")
+    n_blocks = x.numel() // block
+    programs = 4 * torch.cuda.get_device_properties(0).multi_processor_count
+    out = torch.empty(programs, device="cuda")
+
+    def run() -> None:
+        _l2_read[(programs,)](x, out, n_blocks, passes, BLOCK=block, num_warps=8)
+
+    ms = _median_ms(run)
+    return round(passes * x.numel() * 4 / (ms * 1e-3) / 1e9, 1)
 
 
 def _median_ms(fn, reps: int = 20) -> float:
@@ -52,6 +85,10 @@ def main() -> None:
         b = torch.randn(s, s, device="cuda", dtype=dtype)
         ms = _median_ms(lambda a=a, b=b: a @ b)
         result[f"matmul_{str(dtype)[6:]}_tflops"] = round(2 * s**3 / (ms * 1e-3) / 1e12, 1)
+    try:
+        result["l2_read_gb_per_s"] = l2_read_gb_per_s()
+    except Exception as exc:  # the two ceilings above stand without it
+        result["l2_read_error"] = f"{type(exc).__name__}: {exc}"
     args.out.write_text(json.dumps(result, indent=2) + "\n")
     print(json.dumps(result))
 
