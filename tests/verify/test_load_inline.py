@@ -89,3 +89,23 @@ def test_load_inline_kernel_passes_and_aten_inside_it_is_caught(add_task, tmp_pa
         # a library call the static guard cannot read shows in what the extension imports
         v = verifier.check(add_task, BLAS_CANDIDATE)
         assert v.guard == "vendor_library" and "cublasCreate_v2" in v.message, v.message
+
+
+def test_a_build_failure_shows_the_compilers_error_not_its_command_line(
+    add_task, tmp_path, monkeypatch
+):
+    """torch's message is ninja's output: the whole compiler command (thousands of characters
+    of flags) before the diagnostics. The verdict keeps the diagnostics."""
+    from upskills.verify import CheckOptions, Verifier
+
+    broken = CPP_CANDIDATE.replace("upskills_test_add_ext", "upskills_test_broken_ext").replace(
+        "o[i] = a[i] + b[i];", "o[i] = a[i] + undeclared_thing[i];"
+    )
+    monkeypatch.setenv("TORCH_EXTENSIONS_DIR", str(tmp_path / "ext"))
+    with Verifier("cpu", CheckOptions(seeds=1, timeout_s=300)) as verifier:
+        v = verifier.check(add_task, broken.replace("FUNC", "add_loop"))
+    assert v.error_class == ErrorClass.COMPILE, v.message
+    assert "Error building extension 'upskills_test_broken_ext'" in v.message
+    assert "undeclared_thing" in v.message and "error" in v.message
+    assert "-DTORCH_EXTENSION_NAME" not in v.message
+    assert len(v.message) < 2000

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import importlib.util
 import platform
+import re
 import sys
 import traceback
 import types
@@ -55,10 +56,34 @@ def describe_exception(exc: BaseException, path: str, display: str) -> str:
     """One message: where in the candidate (if anywhere), the exception type and text."""
     where = candidate_location(exc, path, display)
     text = str(exc).replace(path, display).strip()
+    if "Error building extension" in text:
+        text = build_errors(text)
     if len(text) > 2000:
         text = text[:2000] + " ..."
     head = f"{where}: " if where else ""
     return f"{head}{type(exc).__name__}: {text}"
+
+
+def build_errors(text: str) -> str:
+    """A load_inline build failure with its compiler's diagnostics up front.
+
+    torch's message is ninja's output: each failed step's full compiler command (a few thousand
+    characters of flags and include paths), then the diagnostics. The commands are dropped, so
+    the errors survive any truncation of the message.
+    """
+    head, _, rest = text.partition("\n")
+    name, sep, first = head.partition(": ")
+    keep = [first] if sep and first else []
+    keep += rest.splitlines()
+    kept = [
+        line
+        for line in keep
+        if line.strip()
+        and not re.match(r"\s*\[\d+/\d+\] ", line)
+        and not line.startswith("FAILED: ")
+        and "-DTORCH_EXTENSION_NAME=" not in line
+    ]
+    return name + (": " if kept else "") + "\n".join(kept)
 
 
 def classify_exception(exc: BaseException) -> ErrorClass:
