@@ -18,6 +18,9 @@
 #   VBENCH=1         benchmarks/verifier_bench.py: verdicts per minute, and one kernel's checks
 #                    with and without the per-call input perturbation side by side
 #                    -> $OUT/verifier_bench.json
+#   STABILITY=1      benchmarks/verifier_stability_probe.py: three checks of a 1M-element add after
+#                    each kind of predecessor check (pass, crash, timing-stage guard failure)
+#                    -> $OUT/stability_probe.json
 #   ABLATE=1         upskills distill --ablate --device cuda over traces/corpus-live, resuming
 #                    from the committed ablation cache (carry .kb) -> $OUT/ablations.jsonl
 #   TESTS=1          the GPU test suite (-m gpu): untimed tests with 8 xdist workers, then the
@@ -108,6 +111,12 @@ if [ -n "${VBENCH:-}" ] && [ "$(left 15)" -gt 60 ]; then
   timeout -k 10 "$(left 15)" python3 benchmarks/verifier_bench.py --device cuda --repeats 5 \
     --out "$OUT/verifier_bench.json" > /tmp/verifier_bench.log 2>&1
   echo "verifier_bench exit $?"; tail -6 /tmp/verifier_bench.log
+fi
+
+if [ -n "${STABILITY:-}" ] && [ "$(left 15)" -gt 60 ]; then
+  timeout -k 10 "$(left 15)" python3 benchmarks/verifier_stability_probe.py \
+    --out "$OUT/stability_probe.json" > /tmp/stability_probe.log 2>&1
+  echo "stability probe exit $?"; tail -18 /tmp/stability_probe.log
 fi
 
 if [ -n "${ABLATE:-}" ] && [ "$(left 15)" -gt 60 ]; then
