@@ -20,32 +20,11 @@ import sys
 import time
 from pathlib import Path
 
-ADD = """
-import torch
-import torch.nn as nn
-import triton
-import triton.language as tl
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from verifier_bench import KERNEL  # noqa: E402  # pyright: ignore[reportMissingImports]
 
-@triton.jit
-def add_kernel(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr):
-    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
-    mask = offs < n
-    x = tl.load(x_ptr + offs, mask=mask)
-    y = tl.load(y_ptr + offs, mask=mask)
-    tl.store(out_ptr + offs, x + y, mask=mask)
-
-
-class ModelNew(nn.Module):
-    def __init__(self):
-        super().__init__()
-
-    def forward(self, x, y):
-        out = torch.empty_like(x)
-        n = x.numel()
-        add_kernel[(triton.cdiv(n, 1024),)](x, y, out, n, BLOCK=1024)
-        return out
-"""
+ADD = KERNEL.replace("BLOCK_SIZE", "1024")
 
 PREDECESSORS = {
     "none": None,
