@@ -601,6 +601,57 @@ def test_result_that_changes_when_timed(add_task):
     assert honest.timing_status == "measured"
 
 
+# Honest only on the calls the judge used to check: the first few of a run of calls on the same
+# inputs (correctness trials, warm-up, the estimate), the 200th (the clock check's last
+# back-to-back call) and the last two of 2006 (the timer's plan for any kernel under 0.5 ms:
+# 3 warm-up, 3 estimate, 2000 timed). In between it only writes zeros: a third of the bytes.
+# No frame, no gc, no library patch: it counts.
+COUNTS_TO_THE_CHECKED_CALLS = GOOD_ADD.replace(
+    "class ModelNew(nn.Module):",
+    """@triton.jit
+def zeros_kernel(out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    tl.store(out_ptr + offs, tl.zeros([BLOCK], tl.float32), mask=offs < n)
+
+
+class ModelNew(nn.Module):""",
+).replace(
+    "        out = torch.empty_like(x)\n",
+    "        same = getattr(self, 'ptr', None) == x.data_ptr()\n"
+    "        self.streak = self.streak + 1 if same else 0\n"
+    "        self.ptr = x.data_ptr()\n"
+    "        out = torch.empty_like(x)\n"
+    "        if 10 <= self.streak < 2004 and self.streak != 199:\n"
+    "            zeros_kernel[(triton.cdiv(x.numel(), 1024),)](out, x.numel(), BLOCK=1024)\n"
+    "            return out\n",
+)
+
+
+def test_the_counting_cheat_is_correct_code(add_task, cpu_verifier):
+    """It passes every correctness trial: only the timed calls could tell."""
+    verdict = cpu_verifier.check(add_task, COUNTS_TO_THE_CHECKED_CALLS)
+    assert verdict.passed, verdict.message
+
+
+@pytest.mark.gpu
+def test_a_forward_that_counts_its_way_to_the_checked_calls_gains_nothing(add_task):
+    """The judge checks timed calls at random positions of the run (and a random one of the
+    clock check's back-to-back calls), handed over as soon as each returns: a forward cannot
+    count its way to them, nor learn afterwards which ones were kept."""
+    big = add_task.model_copy(
+        update={"variants": [ShapeVariant(name="main", main=True, globals={"N": 1 << 24})]}
+    )
+    with Verifier("cuda", CheckOptions(seeds=2, timeout_s=300, baselines=False)) as verifier:
+        cheat = verifier.check(big, COUNTS_TO_THE_CHECKED_CALLS)
+        honest = verifier.check(big, GOOD_ADD)
+    assert honest.passed and honest.timing is not None, honest.message
+    caught = not cheat.passed or cheat.timing is None
+    assert caught or cheat.timing.median_ms >= 0.9 * honest.timing.median_ms, (
+        cheat.timing,
+        honest.timing,
+    )
+
+
 VALUE_KEYED_CACHE = (
     GOOD_ADD.replace(
         "class ModelNew(nn.Module):",

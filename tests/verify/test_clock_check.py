@@ -24,7 +24,7 @@ class FakeJudge:
         self.delays_ms = list(delays_ms)
         self.bulks = 0
         self.clock = SimpleNamespace(add=lambda *_: None)
-        self.job = SimpleNamespace(display="candidate.py")
+        self.job = SimpleNamespace(display="candidate.py", seed=0)
         self.result = SimpleNamespace(notes=[])
         self.task = SimpleNamespace(atol=1e-5, rtol=1e-5)
         self.matmul = False
@@ -33,6 +33,8 @@ class FakeJudge:
         if isinstance(message, Ping):
             return Ack()
         self.bulks += 1
+        # the checked call is one of the bulk's, chosen by the judge, not always the last
+        assert message.land_at is not None and 0 <= message.land_at < message.calls
         delay = self.delays_ms.pop(0) if self.delays_ms else 0.0
         time.sleep((delay + self.per_call_ms * message.calls) / 1000.0)
         return BulkDone(event_ms=self.per_call_ms * message.calls, launches=message.calls)

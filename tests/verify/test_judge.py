@@ -131,6 +131,14 @@ def test_timing_input_sets_shrink_to_what_the_gpu_can_hold(monkeypatch) -> None:
     assert timing_sets("cuda", 16 * gib, 8 * gib) == 1  # never fewer than the one made
 
 
+def test_more_timed_calls_are_checked_while_their_outputs_are_small() -> None:
+    from upskills.verify.judge_timing import KEEP_TIMED, KEEP_TIMED_MAX, keep_count
+
+    assert keep_count(4) == KEEP_TIMED_MAX  # a scalar loss
+    assert keep_count(256 * 2**20) == 4  # vector_add's 256 MiB output: 1 GiB of them
+    assert keep_count(8 * 2**30) == KEEP_TIMED  # KernelBench's 8 GiB outputs: the floor
+
+
 def test_the_judge_gives_cached_and_ipc_memory_back_between_large_trials(monkeypatch) -> None:
 
     import torch

@@ -20,7 +20,7 @@ from upskills.verify.baselines import (
 from upskills.verify.hardware import datasheet_bandwidth, describe_hardware
 from upskills.verify.options import CheckOptions
 from upskills.verify.sandbox import JobOutcome
-from upskills.verify.timing import plan_reps, summarize
+from upskills.verify.timing import kept_calls, plan_reps, summarize
 from upskills.verify.verdict import Timing, Verdict
 from upskills.verify.verifier import Verifier
 
@@ -41,6 +41,13 @@ def test_plan_reps_adapts_to_kernel_time():
     assert plan_reps(100.0) == 50  # slow kernel: still 50 reps (5 s)
     assert plan_reps(2000.0) == 10  # very slow: bounded by max_s=20
     assert plan_reps(1e6) == 3
+
+
+def test_kept_calls_are_distinct_timed_calls_at_the_judges_fractions():
+    assert kept_calls([0.5, 0.1], 2000) == [200, 1000]
+    assert kept_calls([0.0, 0.9999], 3) == [0, 2]  # within the timed calls at both ends
+    assert kept_calls([0.5, 0.6], 3) == [1]  # two fractions on one call: checked once
+    assert kept_calls([], 2000) == []
 
 
 def _timing(ms: float) -> Timing:

@@ -62,12 +62,22 @@ class TimingRequests:
         times: list[float] = []
         before = self.watch.counter.state.launches
         keep = max(1, len(req.keep))
+        slots = [[open_handle(h) for h in buffers] for buffers in req.keep]  # mapped untimed
+        picks: list[int] = []
+
+        def kept(pick: Any, out: Any) -> None:  # a chosen call's output, copied at once
+            if len(picks) < len(slots):
+                _copy_items(out, slots[len(picks)])
+                picks.append(int(pick))
+
         try:
             with torch.no_grad():
                 _, last = time_cuda(
                     lambda: self.model(*work),
                     before_each=load,
-                    keep_last=keep,
+                    keep_last=1 if req.keep_at else keep,
+                    keep_at=req.keep_at,
+                    on_kept=kept,
                     max_reps=req.max_reps,
                     target_s=req.target_ms / 1000.0,
                     times_out=times,
@@ -78,14 +88,8 @@ class TimingRequests:
                 VerdictStage.TIMING,
                 f"timing failed: {describe_exception(exc, self.path, self.display)}",
             ) from exc
-        picks: list[int] = []
-        for (pick, out), buffers in zip(last[-len(req.keep) :], req.keep, strict=False):
-            picks.append(int(pick))
-            _, items = flatten_any(out)
-            for item, handle in zip(items, buffers, strict=False):
-                buf = open_handle(handle)
-                if isinstance(item, torch.Tensor) and list(item.shape) == list(buf.shape):
-                    buf.copy_(item)
+        for pick, out in last[-len(req.keep) :] if not req.keep_at else []:
+            kept(pick, out)
         self._sync()
         return TimeDone(
             times_ms=times,
@@ -104,15 +108,19 @@ class TimingRequests:
         before = self.watch.counter.state.launches
         start = torch.cuda.Event(enable_timing=True)
         end = torch.cuda.Event(enable_timing=True)
-        out: Any = None
+        bufs = [open_handle(h) for h in req.outputs]
+        land_at = req.calls - 1 if req.land_at is None else req.land_at
         with torch.no_grad():
             torch.cuda.synchronize()
             start.record()
-            for _ in range(req.calls):
+            for i in range(req.calls):
                 out = self.model(*inputs)
+                if i == land_at:  # copied in stream order at once: no output outlives another
+                    _copy_items(out, bufs)
+                del out
             end.record()
             torch.cuda.synchronize()
-        self._land(out, req.outputs)
+        self._sync()
         return BulkDone(
             event_ms=float(start.elapsed_time(end)),
             launches=self.watch.counter.state.launches - before,
@@ -120,13 +128,7 @@ class TimingRequests:
 
     def _land(self, out: Any, handles: list[TensorHandle]) -> None:
         """Copy the output's tensors into the judge's buffers (same shapes only), then sync."""
-        import torch
-
-        _, items = flatten_any(out)
-        for item, handle in zip(items, handles, strict=False):
-            buf = open_handle(handle)
-            if isinstance(item, torch.Tensor) and list(item.shape) == list(buf.shape):
-                buf.copy_(item)
+        _copy_items(out, [open_handle(h) for h in handles])
         self._sync()
 
     def _drop_graph(self) -> None:
@@ -174,3 +176,13 @@ class TimingRequests:
             ) from exc
         self._land(out, req.outputs)
         return BulkDone(launches=req.calls)
+
+
+def _copy_items(out: Any, bufs: list[Any]) -> None:
+    """Copy an output's tensors into the judge's mapped buffers (same shapes only)."""
+    import torch
+
+    _, items = flatten_any(out)
+    for item, buf in zip(items, bufs, strict=False):
+        if isinstance(item, torch.Tensor) and list(item.shape) == list(buf.shape):
+            buf.copy_(item)

@@ -16,7 +16,7 @@ from upskills.tasks.runtime import build_inputs
 from upskills.verify.compare import compare_outputs
 from upskills.verify.perturb import perturb_inputs
 from upskills.verify.protocol import Bulk, BulkDone, Ping, TensorHandle, TimeDone, TimeRun
-from upskills.verify.timing import summarize
+from upskills.verify.timing import kept_calls, summarize
 from upskills.verify.transport import buffer_like, copy_into, export_args
 from upskills.verify.verdict import ErrorClass, Timing, VerdictStage
 from upskills.verify.worker import StageFailure
@@ -27,7 +27,10 @@ if TYPE_CHECKING:
 TIMING_INPUT_SETS = 3
 """Input sets the timed calls rotate through (a stale result then shows)."""
 KEEP_TIMED = 2
-"""Outputs of the last timed calls checked against the reference."""
+"""Timed calls whose outputs are checked against the reference, at least."""
+KEEP_TIMED_MAX = 6
+"""At most, while their outputs take no more than ``KEEP_BYTES``."""
+KEEP_BYTES = 1 << 30
 CLOCK_TOLERANCE = 0.35
 """The judge's per-call time may exceed the candidate's median by this share (plus slack)."""
 CLOCK_SLACK_MS = 0.1
@@ -44,7 +47,7 @@ def time_main(judge: Judge, prepared: Prepared) -> None:
     refs: list[list[Any]] = []
     wires: list[list[Any]] = []
     shared: list[list[Any]] = []  # the judge-owned copies the handles point into: keep them alive
-    n_sets = TIMING_INPUT_SETS
+    n_sets, n_keep = TIMING_INPUT_SETS, KEEP_TIMED
     for i in range(TIMING_INPUT_SETS):
         if i >= n_sets:
             break
@@ -56,19 +59,25 @@ def time_main(judge: Judge, prepared: Prepared) -> None:
         shared.append(copies)
         wires.append(wire)
         if i == 0:
-            n_sets = timing_sets(judge.device, nbytes(inputs) + nbytes(refs[0]), nbytes(refs[0]))
+            n_keep = keep_count(nbytes(refs[0]))
+            n_sets = timing_sets(
+                judge.device, nbytes(inputs) + nbytes(refs[0]), nbytes(refs[0]), n_keep
+            )
             if n_sets < TIMING_INPUT_SETS:
                 judge.result.notes.append(
                     f"timed on {n_sets} input set(s), not {TIMING_INPUT_SETS}: the GPU has no "
                     "room for more at this size (a result cached across calls shows less)"
                 )
         del inputs  # the references were computed from these before any candidate saw them
-    keep = [[buffer_like(t, judge.arena) for t in refs[0]] for _ in range(KEEP_TIMED)]
+    keep = [[buffer_like(t, judge.arena) for t in refs[0]] for _ in range(n_keep)]
     bulk_bufs = [buffer_like(t, judge.arena) for t in refs[0]]  # made with the others
     rng = random.Random(judge.job.seed ^ 0x5EED)
     order = [rng.randrange(n_sets) for _ in range(4096)]
     # every call's inputs its own (empty: not perturbed, only to measure what that costs)
     perturb = [rng.getrandbits(62) for _ in range(4096)] if judge.job.perturb_timing else []
+    # which timed calls are checked: random positions, not the last ones, so a forward that
+    # counts its calls cannot be honest on the checked ones alone
+    keep_at = [rng.random() for _ in range(n_keep)]
     judge.clock.add("timing_setup", time.monotonic() - t0)
     t1 = time.monotonic()
     reply = judge.ask(
@@ -78,6 +87,7 @@ def time_main(judge: Judge, prepared: Prepared) -> None:
             keep=[[h for _, h in bufs] for bufs in keep],
             max_reps=2000,
             target_ms=1000.0,
+            keep_at=keep_at,
             perturb=perturb,
         )
     )
@@ -109,11 +119,49 @@ def time_main(judge: Judge, prepared: Prepared) -> None:
             f"{display}: some timed calls launched no kernel (cached result?)",
             guard="no_launch",
         )
-    total_calls = len(times) + 6  # 3 warm-up and 3 estimate calls precede the timed ones
     if perturb:
-        del refs[1:]  # the clock check needs set 0's; a kept call's reference is made again below
-    for k, bufs in enumerate(keep[-len(reply.picks) :] if reply.picks else []):
-        call = total_calls - len(reply.picks) + k
+        del refs[1:]  # the clock check needs set 0's; a kept call's reference is made again
+    _check_kept(judge, prepared, reply, len(times), keep_at, keep, order, perturb, refs)
+    if sum(times) > wall_ms * 1.05 + 1.0:
+        raise StageFailure(
+            ErrorClass.TIMING,
+            VerdictStage.TIMING,
+            f"{display}: the candidate reports {sum(times):.1f} ms of timed calls in "
+            f"{wall_ms:.1f} ms of the judge's clock",
+            guard="clock",
+        )
+    timing = summarize(times)
+    clock_check(judge, timing, wires[0], refs[0], bulk_bufs, (prepared, shared[0]))
+    judge.result.timing = timing
+    judge.result.timing_status = "measured"
+
+
+def _check_kept(
+    judge: Judge,
+    prepared: Prepared,
+    reply: TimeDone,
+    reps: int,
+    keep_at: list[float],
+    keep: list[list[tuple[Any, TensorHandle]]],
+    order: list[int],
+    perturb: list[int],
+    refs: list[list[Any]],
+) -> None:
+    """The kept timed calls came back from the calls asked for, each right for its inputs."""
+    display = judge.job.display
+    # 3 warm-up and 3 estimate calls precede the timed ones
+    calls = [6 + i for i in kept_calls(keep_at, reps)]
+    if len(reply.picks) != len(calls) or any(
+        p != order[c % len(order)] for p, c in zip(reply.picks, calls, strict=False)
+    ):
+        raise StageFailure(
+            ErrorClass.GUARD,
+            VerdictStage.TIMING,
+            f"{display}: the timed calls' outputs did not come back as asked (input sets "
+            f"{reply.picks}, expected {[order[c % len(order)] for c in calls]})",
+            guard="timed_result",
+        )
+    for call, bufs in zip(calls, keep, strict=False):
         pick = order[call % len(order)]
         if perturb:
             ref = perturbed_reference(judge, prepared, pick, perturb[call % len(perturb)])
@@ -130,18 +178,6 @@ def time_main(judge: Judge, prepared: Prepared) -> None:
                 "a result cached from other inputs",
                 guard="timed_result",
             )
-    if sum(times) > wall_ms * 1.05 + 1.0:
-        raise StageFailure(
-            ErrorClass.TIMING,
-            VerdictStage.TIMING,
-            f"{display}: the candidate reports {sum(times):.1f} ms of timed calls in "
-            f"{wall_ms:.1f} ms of the judge's clock",
-            guard="clock",
-        )
-    timing = summarize(times)
-    clock_check(judge, timing, wires[0], refs[0], bulk_bufs, (prepared, shared[0]))
-    judge.result.timing = timing
-    judge.result.timing_status = "measured"
 
 
 def perturbed_reference(judge: Judge, prepared: Prepared, pick: int, seed: int) -> list[Any]:
@@ -171,11 +207,16 @@ def nbytes(value: Any) -> int:
     return 0
 
 
-def timing_sets(device: str, per_set: int, out_bytes: int) -> int:
+def keep_count(out_bytes: int) -> int:
+    """How many timed calls' outputs to check: more while they are small."""
+    return max(KEEP_TIMED, min(KEEP_TIMED_MAX, KEEP_BYTES // max(1, out_bytes)))
+
+
+def timing_sets(device: str, per_set: int, out_bytes: int, n_keep: int = KEEP_TIMED) -> int:
     """Input sets to rotate through: ``TIMING_INPUT_SETS``, fewer when the GPU lacks room.
 
     Each set costs its inputs' shared copy and its reference outputs (``per_set`` bytes);
-    the judge also holds ``KEEP_TIMED + 1`` output buffers and, after the timed calls, rebuilds
+    the judge also holds ``n_keep + 1`` output buffers and, after the timed calls, rebuilds
     a kept call's inputs for its reference (inputs, the reference's copy of them and its
     outputs, once the other sets' references are dropped: one ``per_set`` more), and the
     candidate needs room for its own outputs and workspace, so the sets may take at most half
@@ -186,7 +227,7 @@ def timing_sets(device: str, per_set: int, out_bytes: int) -> int:
     import torch
 
     free, _total = torch.cuda.mem_get_info()
-    budget = free // 2 - (KEEP_TIMED + 1) * out_bytes - per_set
+    budget = free // 2 - (n_keep + 1) * out_bytes - per_set
     return max(1, min(TIMING_INPUT_SETS, budget // per_set + 1))  # the first one is made
 
 
@@ -213,12 +254,14 @@ def clock_check(
         rtts.append(time.monotonic() - s)
     rtt_ms = min(rtts) * 1000.0
     calls = int(min(200, max(5, 60.0 / max(timing.median_ms, 1e-3))))
-    per_call = _bulk_per_call(judge, calls, wire, ref, bufs, rtt_ms)
+    rng = random.Random(judge.job.seed ^ 0xB0C)
+    per_call = _bulk_per_call(judge, calls, wire, ref, bufs, rtt_ms, rng.randrange(calls))
     first = per_call
     if _disagrees(per_call, timing.median_ms):
         # once more: a one-off cost (mapping GiB-scale inputs, a first allocation, a busy host)
         # does not repeat, a candidate whose events under-report does; the faster run counts
-        per_call = min(per_call, _bulk_per_call(judge, calls, wire, ref, bufs, rtt_ms))
+        again = _bulk_per_call(judge, calls, wire, ref, bufs, rtt_ms, rng.randrange(calls))
+        per_call = min(per_call, again)
         if not _disagrees(per_call, timing.median_ms):
             judge.result.notes.append(
                 f"clock check repeated: {first:.4f} ms per call the first time, "
@@ -255,10 +298,14 @@ def _bulk_per_call(
     ref: list[Any],
     bufs: list[tuple[Any, TensorHandle]],
     rtt_ms: float,
+    land_at: int,
 ) -> float:
-    """``calls`` back-to-back forwards on the judge's clock (ms per call), their result checked."""
+    """``calls`` back-to-back forwards on the judge's clock (ms per call), one result checked.
+
+    The checked call is the ``land_at``-th, a call the forward cannot tell from the others.
+    """
     s = time.monotonic()
-    reply = judge.ask(Bulk(calls=calls, inputs=wire, outputs=[h for _, h in bufs]))
+    reply = judge.ask(Bulk(calls=calls, inputs=wire, outputs=[h for _, h in bufs], land_at=land_at))
     wall_ms = (time.monotonic() - s) * 1000.0 - rtt_ms
     display = judge.job.display
     if not isinstance(reply, BulkDone) or reply.failure is not None:

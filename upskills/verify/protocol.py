@@ -166,9 +166,13 @@ class TimeRun(_Message):
     order: list[int]
     """Which set the i-th call (warm-up included) loads; the plan may stop early."""
     keep: list[list[TensorHandle]]
-    """Buffers for the last ``len(keep)`` timed calls' outputs (newest last)."""
+    """Buffers for the kept timed calls' outputs (oldest first): the last ``len(keep)``, or
+    those at ``keep_at``."""
     max_reps: int
     target_ms: float
+    keep_at: list[float] = []
+    """Keep the timed calls at these fractions of the planned repetitions
+    (:func:`upskills.verify.timing.kept_calls`), not the last ones; empty: the last ones."""
     perturb: list[int] = []
     """The i-th call's inputs are perturbed with seed ``perturb[i % len]`` after loading
     (:mod:`upskills.verify.perturb`); empty: not perturbed."""
@@ -181,7 +185,8 @@ class Bulk(_Message):
     calls: int
     inputs: list[Arg]
     outputs: list[TensorHandle]
-    """Buffers for the last call's outputs."""
+    """Buffers for one call's outputs: the ``land_at``-th (0-based), else the last."""
+    land_at: int | None = None
     graph: Literal["", "capture", "replay"] = ""
     """``capture``: record one forward on ``inputs`` in a CUDA graph (no calls timed);
     ``replay``: replay that graph ``calls`` times (the judge has changed the inputs' values in

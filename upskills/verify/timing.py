@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import math
 import statistics
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from upskills.verify.verdict import Timing
@@ -68,6 +68,8 @@ def time_cuda(
     flush_bytes: int = L2_FLUSH_BYTES,
     before_each: Callable[[int], Any] | None = None,
     keep_last: int = 1,
+    keep_at: Sequence[float] = (),
+    on_kept: Callable[[Any, Any], None] | None = None,
     max_reps: int = 2000,
     times_out: list[float] | None = None,
 ) -> tuple[Timing, list[tuple[Any, Any]]]:
@@ -82,12 +84,19 @@ def time_cuda(
         before_each: Called (untimed, before the L2 flush) with the call's index; whatever it
             returns is paired with that call's output (e.g. which inputs it loaded).
         keep_last: How many of the last calls' outputs to return (kept alive meanwhile).
+        keep_at: Instead, hand the timed calls at these fractions of the planned repetitions
+            (:func:`kept_calls`) to ``on_kept(tag, output)`` right after each returns (untimed),
+            and keep no output alive longer than any other: positions a forward can neither
+            count its way to nor learn of while the run lasts, so it cannot be honest on the
+            checked calls alone.
+        on_kept: Receives the calls chosen by ``keep_at``.
         max_reps: At most this many timed calls.
         times_out: When given, each timed call's time (ms) is appended to it.
 
     Returns:
         ``(timing, last)``: the statistics and ``(tag, output)`` of the last ``keep_last``
-        timed calls, so the caller can check the timed calls computed the right thing.
+        timed calls (none with ``keep_at``), so the caller can check the timed calls computed
+        the right thing.
     """
     import torch
 
@@ -111,10 +120,24 @@ def time_cuda(
     reps = plan_reps(
         statistics.median(estimate), min_reps=min_reps, target_s=target_s, max_reps=max_reps
     )
-    times = [one() for _ in range(reps)]
+    chosen = set(kept_calls(keep_at, reps))
+    times: list[float] = []
+    if not keep_at:
+        times = [one() for _ in range(reps)]
+    else:
+        for i in range(reps):
+            times.append(one())
+            if i in chosen and on_kept is not None:
+                on_kept(*last[-1])
+        last = []
     if times_out is not None:
         times_out.extend(times)
     return summarize(times), last
+
+
+def kept_calls(keep_at: Sequence[float], reps: int) -> list[int]:
+    """The distinct timed calls (0-based, in order) at fractions ``keep_at`` of ``reps``."""
+    return sorted({min(reps - 1, max(0, int(f * reps))) for f in keep_at})
 
 
 def _timed_call(fn: Callable[[], Any], flush: Any) -> tuple[float, Any]:
