@@ -140,9 +140,6 @@ load code by name at run time (see :mod:`upskills.verify.libraries`)."""
 PROTECTED_ROOTS = {"torch", "triton", "time", "numpy", "builtins", "os", "sys", "functools"}
 """Modules whose attributes a candidate must not assign (patched timers, synchronize, ...)."""
 
-CACHE_DECORATORS = {"cache", "lru_cache", "cached_property", "memoize"}
-"""Decorator names that memoize results (rejected on ModelNew's methods)."""
-
 
 @dataclass(frozen=True)
 class StaticIssue:
@@ -174,7 +171,7 @@ def parse_candidate(source: str, filename: str) -> tuple[ast.Module | None, Stat
         return None, StaticIssue(ErrorClass.SYNTAX, 0, f"{filename}: cannot parse: {exc}")
 
 
-def _dotted(node: ast.AST) -> str | None:
+def dotted_name(node: ast.AST) -> str | None:
     """``a.b.c`` for a Name/Attribute chain, else None."""
     parts: list[str] = []
     while isinstance(node, ast.Attribute):
@@ -192,7 +189,7 @@ def _is_kernel_def(node: ast.AST) -> bool:
         return False
     for dec in node.decorator_list:
         target = dec.func if isinstance(dec, ast.Call) else dec
-        name = _dotted(target) or ""
+        name = dotted_name(target) or ""
         if name.split(".")[-1] in {"jit", "autotune", "heuristics"}:
             return True
     return False
@@ -220,7 +217,7 @@ class _GuardVisitor(ast.NodeVisitor):
         )
 
     def _resolve(self, node: ast.AST) -> str | None:
-        name = _dotted(node)
+        name = dotted_name(node)
         if name is None:
             return None
         head, _, rest = name.partition(".")
@@ -360,7 +357,7 @@ class _GuardVisitor(ast.NodeVisitor):
         kernel = _is_kernel_def(node)
         saved = self.kernel_locals
         if kernel:
-            self.kernel_locals = _param_names(node) | {
+            self.kernel_locals = param_names(node) | {
                 n.id
                 for n in ast.walk(node)
                 if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)
@@ -504,70 +501,11 @@ def _module_level_names(tree: ast.Module) -> set[str]:
     return names
 
 
-def _param_names(fn: ast.FunctionDef) -> set[str]:
+def param_names(fn: ast.FunctionDef) -> set[str]:
+    """A function's parameter names, ``self`` left out."""
     args = fn.args
     every = args.posonlyargs + args.args + args.kwonlyargs
     return {a.arg for a in every if a.arg != "self"}
-
-
-def _keys_on_inputs(key: ast.AST, params: set[str]) -> bool:
-    """True when a subscript key is an input itself, ``id(input)`` or ``input.data_ptr()``."""
-    if isinstance(key, ast.Name):
-        return key.id in params
-    if isinstance(key, ast.Tuple):
-        return any(_keys_on_inputs(elt, params) for elt in key.elts)
-    if isinstance(key, ast.Call):
-        func = key.func
-        if isinstance(func, ast.Name) and func.id in {"id", "hash"} and key.args:
-            return _keys_on_inputs(key.args[0], params)
-        if isinstance(func, ast.Attribute) and func.attr == "data_ptr":
-            return _keys_on_inputs(func.value, params)
-    return False
-
-
-def _cache_issues(cls: ast.ClassDef, filename: str) -> list[StaticIssue]:
-    """(c) memoizing decorators on ModelNew's methods; stores keyed by forward's inputs."""
-    issues: list[StaticIssue] = []
-    for item in cls.body:
-        if not isinstance(item, ast.FunctionDef):
-            continue
-        for dec in item.decorator_list:
-            target = dec.func if isinstance(dec, ast.Call) else dec
-            name = (_dotted(target) or "").split(".")[-1]
-            if name in CACHE_DECORATORS:
-                issues.append(
-                    StaticIssue(
-                        ErrorClass.GUARD,
-                        dec.lineno,
-                        f"{filename}:{dec.lineno}: guard (c) @{name} on ModelNew.{item.name} "
-                        "returns cached results instead of computing them",
-                        "cache",
-                    )
-                )
-        if item.name != "forward":
-            continue
-        params = _param_names(item)
-        for node in ast.walk(item):
-            targets: list[ast.AST] = []
-            if isinstance(node, ast.Assign):
-                targets = list(node.targets)
-            elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
-                if node.func.attr == "setdefault" and node.args:
-                    targets = [ast.Subscript(value=node.func.value, slice=node.args[0])]
-                    targets[0].lineno = node.lineno  # type: ignore[attr-defined]
-            for target in targets:
-                if isinstance(target, ast.Subscript) and _keys_on_inputs(target.slice, params):
-                    line = getattr(target, "lineno", item.lineno)
-                    issues.append(
-                        StaticIssue(
-                            ErrorClass.GUARD,
-                            line,
-                            f"{filename}:{line}: guard (c) forward stores results keyed by its "
-                            "inputs (a cache of results is not a kernel)",
-                            "cache",
-                        )
-                    )
-    return issues
 
 
 def static_guards(tree: ast.Module, filename: str) -> list[StaticIssue]:
@@ -587,9 +525,11 @@ def static_guards(tree: ast.Module, filename: str) -> list[StaticIssue]:
     visitor.module_names = _module_level_names(tree)
     visitor.visit(tree)
     issues = list(visitor.issues)
+    from upskills.verify.static_cache import cache_issues
+
     for node in tree.body:
         if isinstance(node, ast.ClassDef) and node.name == "ModelNew":
-            issues.extend(_cache_issues(node, filename))
+            issues.extend(cache_issues(node, filename))
     return sorted(issues, key=lambda issue: issue.line)
 
 
