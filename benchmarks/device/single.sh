@@ -8,7 +8,8 @@
 #                    (RECHECK=all: every solved task; WARM=0 skips the untimed build pass, for a
 #                    machine that built them in an earlier call; WARM=build builds the finals' CUDA
 #                    extensions all at once instead, like the round stage; RECHECK_FROM=FILE resumes an
-#                    earlier call's re-check file; FRESH=t1,t2 or all: these tasks' baselines timed
+#                    earlier call's re-check file, or tmp: the one
+#                    the last call on this machine start left; FRESH=t1,t2 or all: these tasks' baselines timed
 #                    again beside the kernel, not read from the cache) -> $OUT/recheck.jsonl
 #   CEILINGS=1       copy and matmul ceilings -> $OUT/ceilings.json
 #   KB_PROBLEMS=N    KernelBench's harness next to upskills' judge (KB_SKIP first skipped)
@@ -70,7 +71,12 @@ if [ -n "${RECHECK:-}" ] && [ "$(left 60)" -lt 45 ]; then
   echo "RECHECK skipped: $(left) s of the budget left, too little for a timed re-check"
 elif [ -n "${RECHECK:-}" ]; then
   # RECHECK_FROM=FILE (a re-check file of an earlier call, in the repo): go on where it stopped.
-  [ -n "${RECHECK_FROM:-}" ] && cp "$RECHECK_FROM" "$OUT/recheck.jsonl"
+  # RECHECK_FROM=tmp: the file the last call on this machine start left in the device's /tmp
+  # (no round trip through the repo inside the 30 s a machine stays warm).
+  if [ "${RECHECK_FROM:-}" = tmp ]; then
+    if [ -f /tmp/upskills-recheck.jsonl ]; then cp /tmp/upskills-recheck.jsonl "$OUT/recheck.jsonl"
+    else echo "RECHECK_FROM=tmp: no earlier re-check on this machine start, starting over"; fi
+  elif [ -n "${RECHECK_FROM:-}" ]; then cp "$RECHECK_FROM" "$OUT/recheck.jsonl"; fi
   sel=(--tasks "$RECHECK"); [ "$RECHECK" = all ] && sel=()
   warm=${WARM:-3}
   if [ "$warm" = build ] && [ "$(left 120)" -lt 30 ]; then
@@ -85,6 +91,7 @@ elif [ -n "${RECHECK:-}" ]; then
   timeout "$(left 60)" python3 benchmarks/corpus_live/recheck.py traces/corpus-live --finals "${sel[@]}" \
     --gpus 0 --warm "$warm" --fresh-baselines "${FRESH:-}" --out "$OUT/recheck.jsonl" > "$OUT/recheck.log" 2>&1
   echo "recheck exit $?" >> "$OUT/recheck.log"; tail -4 "$OUT/recheck.log"
+  [ -f "$OUT/recheck.jsonl" ] && cp "$OUT/recheck.jsonl" /tmp/upskills-recheck.jsonl
 fi
 
 if [ "${CEILINGS:-0}" = 1 ]; then
