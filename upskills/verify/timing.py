@@ -4,7 +4,10 @@ Each timed call is preceded by a write to a buffer larger than the L2 cache (256
 default; an H200's L2 is ~60 MB), so every call starts cold, as it would inside a real network.
 Events are recorded on the current stream around the call alone; the whole device is
 synchronised after each repetition, so work left running (on any stream) cannot overlap the
-next call. The number of repetitions adapts: about ``target_s`` seconds of calls, at least
+next call. Before each flush the GPU is given a head start (a ~100 us spin kernel,
+``HOST_CUSHION_CYCLES``): the host enqueues the flush, the start event and the call while the
+GPU spins, so a slow host (a scheduler hiccup, a busy core) cannot open a gap between the start
+event and the call's first kernel and have it timed as the kernel's. The number of repetitions adapts: about ``target_s`` seconds of calls, at least
 ``min_reps`` when that fits in ``max_s``.
 """
 
@@ -19,6 +22,14 @@ from upskills.verify.verdict import Timing
 
 L2_FLUSH_BYTES = 256 * 1024 * 1024
 """Bytes written before each timed call to evict the L2 cache."""
+
+HOST_CUSHION_CYCLES = 200_000
+"""GPU clock cycles of spin before each timed call's flush (~100 us at 2 GHz): time for the host
+to enqueue the flush, the start event and the call before the GPU reaches them. The eleventh
+device session's stability probe timed one of 17 checks of a 7 us add at 0.041 ms median, with
+no predecessor check at all, and the p90 of 9 of them at 2.6-4.6x their median: untimed host
+work between the synchronize and the launch, measured (our reading) because the 256 MiB flush (~80 us) was
+all the GPU had queued ahead of the start event."""
 
 
 def summarize(times_ms: list[float]) -> Timing:
@@ -146,6 +157,8 @@ def _timed_call(fn: Callable[[], Any], flush: Any) -> tuple[float, Any]:
     stream = torch.cuda.current_stream()
     start = torch.cuda.Event(enable_timing=True)
     end = torch.cuda.Event(enable_timing=True)
+    if HOST_CUSHION_CYCLES and hasattr(torch.cuda, "_sleep"):
+        torch.cuda._sleep(HOST_CUSHION_CYCLES)
     flush.fill_(1)
     start.record(stream)
     out = fn()
