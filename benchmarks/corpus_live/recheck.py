@@ -56,17 +56,23 @@ def finals(folders: list[Path]) -> list[Path]:
 
     The report's final kernel is the best passing submitted kernel over all sessions (else the
     best passing one); re-checking any other kernel would time one the report does not show.
-    The session is the one whose trace ended with that kernel as its best.
+    The session is one whose trace ended with that kernel as its best, preferring one whose
+    benchmark verdict timed it.
     """
     traces = {str(f / "trace.jsonl"): f for f in folders}
     report = build_corpus_report(list(traces), command="recheck")
     out = []
     for row in report.rows:
+        holding = []
         for path in row.traces:
-            end = read_trace(Path(path)).end
-            if row.final_kernel and end and end.best_kernel_hash == row.final_kernel:
-                out.append(traces[path])
-                break
+            trace = read_trace(Path(path))
+            if row.final_kernel and trace.end and trace.end.best_kernel_hash == row.final_kernel:
+                holding.append((recorded_speedup(trace) is None, path))
+        # several sessions can end with the same kernel (a benchmark run again after an
+        # out-of-memory failure, in a new session): the one whose benchmark verdict timed it,
+        # so the re-check has a recorded speedup to compare with
+        if holding:
+            out.append(traces[min(holding)[1]])
     return sorted(out)
 
 

@@ -59,3 +59,38 @@ def test_an_unknown_task_name_is_an_error_not_a_skip(tmp_path):
     assert mod.by_tasks([folder], ["row_sum"]) == [folder]
     with pytest.raises(ValueError, match="row_sum-s2; the tasks here are row_sum"):
         mod.by_tasks([folder], ["row_sum", "row_sum-s2"])
+
+
+def test_finals_prefers_the_session_whose_benchmark_timed_the_final_kernel(tmp_path):
+    """Two sessions end with the same kernel; only the second benchmarked it (the first's
+    benchmark never gave a time, as when it ran out of memory): the re-check needs the second,
+    or it has no recorded speedup to compare with."""
+    mod = load_script("recheck")
+    timed = _session(tmp_path / "row_sum-s2")
+    untimed = tmp_path / "row_sum"
+    untimed.mkdir()
+    (untimed / "state.json").write_text((timed / "state.json").read_text())
+    timing = {"median_ms": 0.1, "p10_ms": 0.1, "p90_ms": 0.1, "mean_ms": 0.1, "reps": 50,
+              "spread": 0.0}
+    sample = (timed / "trace.jsonl").read_text().splitlines()
+    for folder, benchmarked in ((timed, True), (untimed, False)):
+        lines = []
+        for line in sample:
+            event = json.loads(line)
+            if event.get("verdict"):
+                event["verdict"]["candidate_hash"] = event["kernel_hash"]
+            if event.get("gen_ai.tool.name") == "benchmark":
+                if benchmarked:
+                    if event.get("verdict"):
+                        event["verdict"]["timing"] = timing
+                else:
+                    event["gen_ai.tool.name"] = "check"  # judged, not timed
+                    if event.get("verdict"):
+                        event["verdict"]["speedup_eager"] = None
+            if event["event"] == "run_end" and not benchmarked:
+                event["best_speedup"] = None
+            lines.append(json.dumps(event))
+        (folder / "trace.jsonl").write_text("\n".join(lines) + "\n")
+    assert mod.recorded_speedup(mod.read_trace(untimed / "trace.jsonl")) is None
+    assert mod.recorded_speedup(mod.read_trace(timed / "trace.jsonl")) == 1.7
+    assert mod.finals([untimed, timed]) == [timed]
