@@ -70,8 +70,14 @@ def test_finals_prefers_the_session_whose_benchmark_timed_the_final_kernel(tmp_p
     untimed = tmp_path / "row_sum"
     untimed.mkdir()
     (untimed / "state.json").write_text((timed / "state.json").read_text())
-    timing = {"median_ms": 0.1, "p10_ms": 0.1, "p90_ms": 0.1, "mean_ms": 0.1, "reps": 50,
-              "spread": 0.0}
+    timing = {
+        "median_ms": 0.1,
+        "p10_ms": 0.1,
+        "p90_ms": 0.1,
+        "mean_ms": 0.1,
+        "reps": 50,
+        "spread": 0.0,
+    }
     sample = (timed / "trace.jsonl").read_text().splitlines()
     for folder, benchmarked in ((timed, True), (untimed, False)):
         lines = []

@@ -396,6 +396,8 @@ def test_totals_shortfalls_and_files_from_the_cli(tmp_path, monkeypatch):
         "gemm": 1,
         "gemm_at_0.9x_matmul": 1,  # 0.95x >= 0.9
         "final_times_from_recheck": 0,
+        "recheck_with_ratio": 0,
+        "recheck_within_tolerance": 0,
     }
     assert data["shortfalls"] == [
         "gemm_fp16: not solved (no run_end); slower than eager (0.950x) (attempts: PASS 0.95x)",
@@ -476,6 +478,30 @@ def test_a_recheck_gives_the_final_kernel_its_times(tmp_path, monkeypatch):
     # without a re-check file, nothing changes and the header does not mention one
     rep = build_corpus_report([tmp_path / "t"], "cmd")
     assert rep.rows[0].times_from == "trace" and "Kernel times" not in render_corpus_markdown(rep)
+
+
+def test_the_report_counts_rechecks_that_reproduce_the_recorded_speedup(tmp_path, monkeypatch):
+    monkeypatch.delenv("UPSKILLS_CEILINGS", raising=False)
+    _vector_add_trace(tmp_path / "t" / "va.jsonl")
+    base = {"candidate_hash": "k3", "passed": True, "median_ms": 0.2, "speedup": 3.0}
+
+    def report(**row):  # noqa: ANN003, ANN202 - one re-check row's extra fields
+        f = _recheck_file(tmp_path / "re.jsonl", base | row)
+        return build_corpus_report([tmp_path / "t"], "cmd", recheck_files=[f])
+
+    close = report(ratio=1.04)
+    assert close.rows[0].recheck_ratio == 1.04
+    assert (close.totals["recheck_with_ratio"], close.totals["recheck_within_tolerance"]) == (1, 1)
+    line = "- Re-checked within 5% of the recorded speedup: 1/1 with a recorded speedup, of 1"
+    assert line + " re-checked\n" in render_corpus_markdown(close)
+    far = report(ratio=1.136)
+    assert far.totals["recheck_within_tolerance"] == 0
+    assert "0/1 with a recorded speedup, of 1 re-checked (outside: vector_add 1.136)" in (
+        render_corpus_markdown(far)
+    )
+    unknown = report()  # the trace recorded no speedup for the kernel: nothing to compare
+    assert unknown.totals["recheck_with_ratio"] == 0
+    assert "(no recorded speedup to compare: vector_add)" in render_corpus_markdown(unknown)
 
 
 def test_a_bad_recheck_file_is_a_clear_error(tmp_path, monkeypatch):

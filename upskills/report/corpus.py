@@ -22,7 +22,7 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict, Field
 
 from upskills.report.corpus_markdown import history_text, render_corpus_markdown
-from upskills.report.corpus_recheck import Recheck, load_rechecks
+from upskills.report.corpus_recheck import RECHECK_TOLERANCE, Recheck, load_rechecks
 from upskills.report.corpus_tasks import origin_kind, resolve_task, task_work
 from upskills.trace import iter_trace_files, read_trace
 from upskills.trace.attempts import attempts_of
@@ -111,6 +111,8 @@ class TaskRow(BaseModel):
     """Achieved TFLOP/s as a percentage of the matmul peak."""
     times_from: str | None = None
     """``trace`` (the final kernel's verdict) or ``recheck`` (a later re-check of that kernel)."""
+    recheck_ratio: float | None = None
+    """The re-check's speedup vs eager over the trace's recorded one, when its file gives it."""
     notes: list[str] = Field(default_factory=list)
     """Anything that makes a number missing or suspect, and failures passed unchanged later."""
 
@@ -238,6 +240,7 @@ def _use_recheck(row: TaskRow, recheck: Recheck | None, ceilings_gpu: str | None
         row.notes.append(f"the re-check of {row.final_kernel} did not pass: trace times kept")
         return
     row.times_from, row.median_ms = "recheck", recheck.median_ms
+    row.recheck_ratio = recheck.ratio
     row.speedup_eager, row.speedup_compile = recheck.speedup, recheck.speedup_compile
     if recheck.gpu and ceilings_gpu and recheck.gpu != ceilings_gpu:
         row.notes.append(f"re-checked on {recheck.gpu}, ceilings measured on {ceilings_gpu}")
@@ -534,6 +537,11 @@ def build_corpus_report(
             (r.pct_copy or 0.0) >= 100 * BANDWIDTH_TARGET for r in memory
         ),
         "final_times_from_recheck": sum(r.times_from == "recheck" for r in rows),
+        "recheck_with_ratio": sum(r.recheck_ratio is not None for r in rows),
+        "recheck_within_tolerance": sum(
+            r.recheck_ratio is not None and abs(r.recheck_ratio - 1) <= RECHECK_TOLERANCE
+            for r in rows
+        ),
         "gemm": len(gemms),
         "gemm_at_0.9x_matmul": sum((r.speedup_eager or 0.0) >= GEMM_TARGET for r in gemms),
     }

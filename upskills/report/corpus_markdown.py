@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from upskills.report.corpus_recheck import RECHECK_TOLERANCE
+
 if TYPE_CHECKING:
     from upskills.report.corpus import CorpusReport, Geomean, TaskRow
 
@@ -125,6 +127,7 @@ def render_corpus_markdown(rep: CorpusReport) -> str:
         f"- Memory-bound at >= 85% of copy bandwidth: "
         f"{t['memory_bound_at_85pct_copy']}/{t['memory_bound']}",
         f"- GEMMs at >= 0.9x torch.matmul (eager): {t['gemm_at_0.9x_matmul']}/{t['gemm']}",
+        *_recheck_lines(rep),
         "",
         "## Shortfalls",
         "",
@@ -134,3 +137,27 @@ def render_corpus_markdown(rep: CorpusReport) -> str:
     if notes:
         lines += ["", "## Notes", "", *notes]
     return "\n".join(lines) + "\n"
+
+
+def _recheck_lines(rep: CorpusReport) -> list[str]:
+    """How many re-checked finals reproduced their recorded speedup, naming the others."""
+    t = rep.totals
+    rechecked = [r for r in rep.rows if r.times_from == "recheck"]
+    if not rechecked:
+        return []
+    tol = RECHECK_TOLERANCE
+    outside = [
+        f"{r.task} {r.recheck_ratio:.3f}"
+        for r in rechecked
+        if r.recheck_ratio is not None and abs(r.recheck_ratio - 1) > tol
+    ]
+    unknown = [r.task for r in rechecked if r.recheck_ratio is None]
+    detail = [f"outside: {', '.join(outside)}"] if outside else []
+    if unknown:
+        detail.append(f"no recorded speedup to compare: {', '.join(unknown)}")
+    extra = f" ({'; '.join(detail)})" if detail else ""
+    return [
+        f"- Re-checked within {tol:.0%} of the recorded speedup: "
+        f"{t['recheck_within_tolerance']}/{t['recheck_with_ratio']} with a recorded speedup, "
+        f"of {len(rechecked)} re-checked{extra}"
+    ]

@@ -13,6 +13,10 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+RECHECK_TOLERANCE = 0.05
+"""A re-check reproduces its kernel's speedup when within this fraction of the recorded one
+(issue 10's bar; ``benchmarks/corpus_live/recheck.py`` marks ``within_5pct`` so)."""
+
 
 class Recheck(BaseModel):
     """One row of a re-check file: a final kernel judged again by ``upskills check``."""
@@ -31,6 +35,9 @@ class Recheck(BaseModel):
     """Its speedup vs torch.compile."""
     gpu: str | None = None
     """GPU that re-checked it."""
+    ratio: float | None = None
+    """Its speedup vs eager over the one recorded for the kernel in the trace (its benchmark
+    verdict); None when the trace recorded none."""
 
 
 def load_rechecks(file: str | Path) -> dict[str, Recheck]:

@@ -7,8 +7,8 @@ synchronised after each repetition, so work left running (on any stream) cannot 
 next call. Before each flush the GPU is given a head start (a ~100 us spin kernel,
 ``HOST_CUSHION_CYCLES``): the host enqueues the flush, the start event and the call while the
 GPU spins, so a slow host (a scheduler hiccup, a busy core) cannot open a gap between the start
-event and the call's first kernel and have it timed as the kernel's. The number of repetitions adapts: about ``target_s`` seconds of calls, at least
-``min_reps`` when that fits in ``max_s``.
+event and the call's first kernel and have it timed as the kernel's. The number of repetitions
+adapts: about ``target_s`` seconds of calls, at least ``min_reps`` when that fits in ``max_s``.
 """
 
 from __future__ import annotations
@@ -28,8 +28,8 @@ HOST_CUSHION_CYCLES = 200_000
 to enqueue the flush, the start event and the call before the GPU reaches them. The eleventh
 device session's stability probe timed one of 17 checks of a 7 us add at 0.041 ms median, with
 no predecessor check at all, and the p90 of 9 of them at 2.6-4.6x their median: untimed host
-work between the synchronize and the launch, measured (our reading) because the 256 MiB flush (~80 us) was
-all the GPU had queued ahead of the start event."""
+work between the synchronize and the launch, measured (our reading) because the 256 MiB flush
+(~80 us) was all the GPU had queued ahead of the start event."""
 
 
 def summarize(times_ms: list[float]) -> Timing:
@@ -157,8 +157,10 @@ def _timed_call(fn: Callable[[], Any], flush: Any) -> tuple[float, Any]:
     stream = torch.cuda.current_stream()
     start = torch.cuda.Event(enable_timing=True)
     end = torch.cuda.Event(enable_timing=True)
-    if HOST_CUSHION_CYCLES and hasattr(torch.cuda, "_sleep"):
-        torch.cuda._sleep(HOST_CUSHION_CYCLES)
+    # torch's spin kernel (private, present since torch 1.x): absent, the call is timed as before
+    spin: Callable[[int], None] | None = getattr(torch.cuda, "_sleep", None)
+    if HOST_CUSHION_CYCLES and spin is not None:
+        spin(HOST_CUSHION_CYCLES)
     flush.fill_(1)
     start.record(stream)
     out = fn()
