@@ -8,8 +8,8 @@
 #                    (RECHECK=all: every solved task; WARM=0 skips the untimed build pass, for a
 #                    machine that built them in an earlier call; WARM=build builds the finals' CUDA
 #                    extensions all at once instead, like the round stage; RECHECK_FROM=FILE resumes an
-#                    earlier call's re-check file, or tmp: the one
-#                    the last call on this machine start left; FRESH=t1,t2 or all: these tasks' baselines timed
+#                    earlier call's re-check file, RECHECK_FROM=tmp the one the last call on this
+#                    machine start left in /tmp; FRESH=t1,t2 or all: these tasks' baselines timed
 #                    again beside the kernel, not read from the cache) -> $OUT/recheck.jsonl
 #   CEILINGS=1       copy and matmul ceilings -> $OUT/ceilings.json
 #   KB_PROBLEMS=N    KernelBench's harness next to upskills' judge (KB_SKIP first skipped)
