@@ -22,6 +22,7 @@ import os
 import subprocess
 import sys
 import tempfile
+import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from queue import Queue
@@ -125,12 +126,15 @@ def recheck(
             cmd += ["--fresh-baselines"]
             row["fresh_baselines"] = True
         env = dict(os.environ, CUDA_VISIBLE_DEVICES=gpu)
+        began = time.monotonic()
         try:
             proc = subprocess.run(
                 [*cmd, "--json"], capture_output=True, text=True, timeout=timeout, env=env
             )
         except subprocess.TimeoutExpired:
             return row | {"error": f"timed out after {timeout:.0f} s"}
+        # where a re-check's minutes go (process start, baselines, the judge's stages)
+        row["wall_s"] = round(time.monotonic() - began, 1)
     try:
         verdict = json.loads(proc.stdout)
     except json.JSONDecodeError:
@@ -144,6 +148,7 @@ def recheck(
         "median_ms": (verdict.get("timing") or {}).get("median_ms"),
         "eager_ms": ((verdict.get("baselines") or {}).get("eager") or {}).get("median_ms"),
         "candidate_hash": verdict.get("candidate_hash"),
+        "stage_seconds": verdict.get("stage_seconds"),
     }
     if new and recorded:
         row["ratio"] = round(new / recorded, 4)

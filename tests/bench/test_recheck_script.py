@@ -37,6 +37,7 @@ def test_recheck_runs_upskills_check_and_compares_speedups(tmp_path, monkeypatch
             "timing": {"median_ms": 0.1},
             "baselines": {"eager": {"median_ms": 0.19}},
             "candidate_hash": "h2",
+            "stage_seconds": {"baselines": 41.5, "timing": 2.1},
         }
         return subprocess.CompletedProcess(cmd, 0, json.dumps(verdict), "")
 
@@ -46,6 +47,9 @@ def test_recheck_runs_upskills_check_and_compares_speedups(tmp_path, monkeypatch
     assert row["fresh_baselines"] is True and row["passed"] is True
     assert (row["recorded_speedup"], row["speedup"], row["eager_ms"]) == (1.7, 1.632, 0.19)
     assert row["ratio"] == 0.96 and row["within_5pct"] is True
+    # where the check's time went, and the process's whole wall time beside it
+    assert row["stage_seconds"] == {"baselines": 41.5, "timing": 2.1}
+    assert isinstance(row["wall_s"], float) and 0 <= row["wall_s"] < 60
     plain = mod.recheck(folder, "0", 60.0)
     assert "--fresh-baselines" not in seen[1] and "fresh_baselines" not in plain
     untimed = mod.recheck(folder, "0", 60.0, timing=False, fresh=True)

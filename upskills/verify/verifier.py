@@ -289,7 +289,9 @@ class Verifier:
         fresh = None
         if options.fresh_baselines and options.timing and options.baselines:
             # timed before the candidate runs: nothing it leaves behind can slow them
+            t0 = time.monotonic()
             fresh = self.fresh_baseline(task)
+            verdict.stage_seconds["baselines"] = round(time.monotonic() - t0, 4)
         cache_before = snapshot_cache() if self.device == "cuda" else None
         self.package.refresh()
         thread = threading.Thread(target=run_candidate, daemon=True)
@@ -420,9 +422,12 @@ class Verifier:
             if entry is None:
                 verdict.message += "; baselines could not be timed again in this check"
         else:
+            t0 = time.monotonic()
             entry = self.baseline(
                 task, verdict.env.get("gpu", ""), verdict.env.get("torch", ""), cached
             )
+            # a cache miss measures them here (torch.compile included): the check's costliest step
+            verdict.stage_seconds["baselines"] = round(time.monotonic() - t0, 4)
         if entry is None or verdict.timing is None:
             return
         median = verdict.timing.median_ms
