@@ -581,6 +581,103 @@ def test_side_stream_timing_disagrees_with_the_judge(add_task):
     assert verdict.error_class in (ErrorClass.TIMING, ErrorClass.MISMATCH, ErrorClass.GUARD)
 
 
+# A private stream on an add of memory-bound size (three 64 MiB tensors, ~0.05 ms), used only
+# for calls timed one at a time: their events see ~3 us, while every output the judge compares
+# (trials, kept timed calls, back-to-back calls) is right. Until 2026-12-03 the clock check
+# forgave 0.1 ms a call on top of the events, so a call this short hid whole. The second form
+# is also honest while a CUDA graph captures it, so the graph check's replays time real work.
+SIDE_STREAM_SMALL = r'''
+import torch
+import torch.nn as nn
+from torch.utils.cpp_extension import load_inline
+
+SRC = """
+#include <torch/extension.h>
+#include <ATen/cuda/CUDAContext.h>
+#include <cuda_runtime.h>
+__global__ void add_kernel(const float* x, const float* y, float* out, long n) {
+  long i = blockIdx.x * (long)blockDim.x + threadIdx.x;
+  if (i < n) out[i] = x[i] + y[i];
+}
+static cudaStream_t side = nullptr;
+static cudaEvent_t ready = nullptr, last_done = nullptr;
+torch::Tensor add(torch::Tensor x, torch::Tensor y, bool capturing) {
+  if (!side) {
+    cudaStreamCreateWithFlags(&side, cudaStreamNonBlocking);
+    cudaEventCreateWithFlags(&ready, cudaEventDisableTiming);
+    cudaEventCreateWithFlags(&last_done, cudaEventDisableTiming);
+  }
+  cudaStream_t timed = at::cuda::getCurrentCUDAStream().stream();
+  auto out = torch::empty_like(x);
+  long n = x.numel();
+  // Hidden only when timed one call at a time: the caller synchronised since the last call
+  // (its work is done) and has queued its own work (flush, start event) since. A correctness
+  // trial (nothing queued) and back-to-back calls (the last call still running) get honest
+  // work on the timed stream, so every output anyone compares is right.
+  bool hide = false;
+  if (!capturing) {
+    hide = cudaEventQuery(last_done) == cudaSuccess
+        && cudaStreamQuery(timed) == cudaErrorNotReady;
+  }
+  cudaStream_t where = timed;
+  if (hide) {
+    cudaEventRecord(ready, timed);  // the side stream waits for the inputs
+    cudaStreamWaitEvent(side, ready, 0);
+    where = side;
+  }
+  add_kernel<<<(n + 255) / 256, 256, 0, where>>>(
+      x.data_ptr<float>(), y.data_ptr<float>(), out.data_ptr<float>(), n);
+  if (!capturing) cudaEventRecord(last_done, where);
+  return out;
+}
+"""
+DECL = "torch::Tensor add(torch::Tensor x, torch::Tensor y, bool capturing);"
+ext = load_inline("side_stream_small", cpp_sources=DECL, cuda_sources=SRC, functions=["add"])
+
+
+class ModelNew(nn.Module):
+    def forward(self, x, y):
+        return ext.add(x, y, False)
+'''
+SIDE_STREAM_GRAPH_AWARE = SIDE_STREAM_SMALL.replace(
+    "ext.add(x, y, False)", "ext.add(x, y, torch.cuda.is_current_stream_capturing())"
+).replace('"side_stream_small"', '"side_stream_graph_aware"')
+
+
+def _events_and_clock(message: str) -> tuple[float, float] | None:
+    """The events' and the judge's per-call ms from a clock verdict's message."""
+    import re
+
+    found = re.search(r"events say ([0-9.]+) ms per call, the judge's clock ([0-9.]+) ms", message)
+    return (float(found.group(1)), float(found.group(2))) if found else None
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("source", [SIDE_STREAM_SMALL, SIDE_STREAM_GRAPH_AWARE])
+def test_a_short_kernel_on_a_private_stream_cannot_hide_under_the_clock_slack(add_task, source):
+    """Events that see none of a ~0.05 ms call: refused, by the clock check (the capture-aware
+    form, whose graph replays do the real work) or by the graph replays' stale result."""
+    mid = add_task.model_copy(
+        update={
+            "variants": [
+                ShapeVariant(name="main", main=True, globals={"N": 1 << 24}),
+                ShapeVariant(name="ragged", ragged=True, globals={"N": 100003}),
+            ]
+        }
+    )
+    with Verifier("cuda", CheckOptions(seeds=2, timeout_s=600, baselines=False)) as verifier:
+        verdict = verifier.check(mid, source)
+    numbers = _events_and_clock(verdict.message)
+    if numbers is not None:  # what the old rule (0.1 ms of slack) would have said
+        events, clock = numbers
+        old_passes = not clock - events > max(0.35 * clock, 0.1)
+        print(f"events {events} ms, judge {clock} ms; the old slack would pass it: {old_passes}")
+    assert not verdict.passed, verdict.message
+    assert verdict.error_class in (ErrorClass.TIMING, ErrorClass.GUARD), verdict.message
+    if source is SIDE_STREAM_GRAPH_AWARE:
+        assert verdict.guard == "clock" and numbers is not None, verdict.message
+
+
 @pytest.mark.gpu
 def test_result_that_changes_when_timed(add_task):
     stale = GOOD_ADD.replace(

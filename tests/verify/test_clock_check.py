@@ -70,3 +70,23 @@ def test_events_that_under_report_every_time_are_a_timing_verdict() -> None:
         _run(judge, 1.0)  # the events claim a third of the real time, on both bulks
     assert judge.bulks == 2
     assert err.value.error_class == ErrorClass.TIMING and err.value.guard == "clock"
+
+
+def test_a_small_kernel_whose_events_see_none_of_it_is_a_timing_verdict() -> None:
+    """A 0.05 ms kernel run whole on a private stream: the events see ~3 us. The judge's old
+    0.1 ms slack let the whole call hide (0.05 - 0.003 < 0.1); the new one does not."""
+    judge = FakeJudge(per_call_ms=0.05, delays_ms=[])
+    with pytest.raises(StageFailure) as err:
+        _run(judge, 0.003)
+    assert err.value.error_class == ErrorClass.TIMING and err.value.guard == "clock"
+
+
+def test_an_honest_small_kernel_passes_and_its_clock_time_is_recorded() -> None:
+    judge = FakeJudge(per_call_ms=0.05, delays_ms=[])
+    timing = _timing(0.05)
+    out = torch.ones(4)
+    handle = TensorHandle(dtype="float32", shape=[4], stride=[1], nbytes=16)
+    clock_check(judge, timing, [], [out], [(out.clone(), handle)])  # type: ignore[arg-type]
+    # 200 calls slept as one: the judge's per-call time is the claimed one, give or take the
+    # sleep's own overhead spread over the calls
+    assert timing.clock_ms is not None and 0.05 <= timing.clock_ms < 0.05 + 0.015

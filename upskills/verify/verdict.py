@@ -108,6 +108,9 @@ class Timing(BaseModel):
     """Number of timed calls."""
     spread: float
     """(p90 - p10) / median: relative spread."""
+    clock_ms: float | None = None
+    """Per call over back-to-back calls on the judge's own clock (the clock check; CUDA-graph
+    replays when the calls were host-bound), beside the events' median; None for baselines."""
 
 
 class Verdict(BaseModel):
