@@ -1,13 +1,14 @@
-"""Re-check each live-corpus session's final kernel in a fresh ``upskills check`` process.
+"""Re-check each live-corpus session's final kernel with ``upskills check``, in a new process.
 
 For every session folder (``state.json`` + ``trace.jsonl``) that ended with a best kernel, it
-writes that kernel to a file and runs the real command ``python -m upskills check TASK FILE
---device cuda --json`` (TASK: the built-in name, or the KernelBench file the session loaded),
-then compares the new speedup vs eager with the one the trace recorded. With ``--finals``, only
-each task's final kernel (the one ``upskills traces report`` shows). First a
-correctness-only pass (``--no-timing``, ``--warm`` processes per GPU) builds every CUDA
-extension into the verifier's compile cache; then the timed checks run one at a time per GPU, so
-no two timings share a GPU. Rows are appended to ``--out`` (JSON lines) as they come; a summary
+writes that kernel to a file and judges it with the real command, ``python -m upskills check
+--batch LIST --device cuda --json`` (each entry: the built-in task name or the KernelBench file
+the session loaded, and the kernel's file; one process per GPU, whose verifier starts its worker
+processes once), then compares the new speedup vs eager with the one the trace recorded. With
+``--finals``, only each task's final kernel (the one ``upskills traces report`` shows). With
+``--warm N``, first a correctness-only pass (N processes per GPU) builds every CUDA extension
+into the verifier's compile cache; the timed checks then run one at a time per GPU, so no two
+timings share a GPU. Rows are appended to ``--out`` (JSON lines) as they come; a summary
 line at the end. A session that already has a row without an error in ``--out`` is skipped, so
 a run cut by a call's time limit goes on where it stopped when given its file again.
 
@@ -22,10 +23,10 @@ import os
 import subprocess
 import sys
 import tempfile
-import time
+import threading
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from queue import Queue
 from typing import Any
 
 from upskills.report.corpus import build_corpus_report
@@ -98,14 +99,8 @@ def by_tasks(folders: list[Path], names: list[str]) -> list[Path]:
     return [by_task[n] for n in names]
 
 
-def recheck(
-    folder: Path, gpu: str, timeout: float, timing: bool = True, fresh: bool = False
-) -> dict[str, Any]:
-    """Re-check one session's final kernel on ``gpu``; returns a result row.
-
-    ``fresh``: the baselines are timed again in the check, beside the kernel
-    (``upskills check --fresh-baselines``), not read from the cache.
-    """
+def base_row(folder: Path, gpu: str) -> tuple[dict[str, Any], str, str | None]:
+    """A session's result row so far, the task spec ``upskills check`` takes, its final kernel."""
     state = json.loads((folder / "state.json").read_text(encoding="utf-8"))
     task = state["task"]
     spec = task["name"] if task.get("origin", "builtin") == "builtin" else task["origin"]
@@ -113,47 +108,97 @@ def recheck(
     end = trace.end
     row: dict[str, Any] = {"session": folder.name, "task": task["name"], "gpu_index": gpu}
     if end is None or not end.best_kernel_source:
-        return row | {"error": "no final kernel in the trace"}
-    recorded = recorded_speedup(trace)
-    row["recorded_speedup"] = recorded
-    with tempfile.TemporaryDirectory() as tmp:
-        kernel = Path(tmp) / f"{folder.name}_final.py"
-        kernel.write_text(end.best_kernel_source, encoding="utf-8")
-        cmd = [sys.executable, "-m", "upskills", "check", spec, str(kernel), "--device", "cuda"]
-        if not timing:
-            cmd += ["--no-timing", "--seeds", "1"]
-        elif fresh:
-            cmd += ["--fresh-baselines"]
-            row["fresh_baselines"] = True
-        env = dict(os.environ, CUDA_VISIBLE_DEVICES=gpu)
-        began = time.monotonic()
-        try:
-            proc = subprocess.run(
-                [*cmd, "--json"], capture_output=True, text=True, timeout=timeout, env=env
-            )
-        except subprocess.TimeoutExpired:
-            return row | {"error": f"timed out after {timeout:.0f} s"}
-        # where a re-check's minutes go (process start, baselines, the judge's stages)
-        row["wall_s"] = round(time.monotonic() - began, 1)
-    try:
-        verdict = json.loads(proc.stdout)
-    except json.JSONDecodeError:
-        return row | {"error": f"exit {proc.returncode}: {proc.stderr[-300:]}"}
+        return row | {"error": "no final kernel in the trace"}, spec, None
+    row["recorded_speedup"] = recorded_speedup(trace)
+    return row, spec, end.best_kernel_source
+
+
+def row_from(row: dict[str, Any], verdict: dict[str, Any]) -> dict[str, Any]:
+    """The row of a re-check: the new verdict's numbers beside the recorded speedup."""
     new = verdict.get("speedup_eager")
-    row |= {
+    timing = verdict.get("timing") or {}
+    row = row | {
         "passed": verdict.get("passed"),
         "speedup": new,
         "speedup_compile": verdict.get("speedup_compile"),
         "gpu": verdict.get("gpu"),
-        "median_ms": (verdict.get("timing") or {}).get("median_ms"),
+        "median_ms": timing.get("median_ms"),
+        "clock_ms": timing.get("clock_ms"),
         "eager_ms": ((verdict.get("baselines") or {}).get("eager") or {}).get("median_ms"),
         "candidate_hash": verdict.get("candidate_hash"),
+        # where a re-check's time goes (the judge's stages, the baselines)
+        "wall_s": verdict.get("duration_s"),
         "stage_seconds": verdict.get("stage_seconds"),
     }
+    recorded = row.get("recorded_speedup")
     if new and recorded:
         row["ratio"] = round(new / recorded, 4)
         row["within_5pct"] = abs(new / recorded - 1) <= 0.05
     return row
+
+
+def batch_lines(cmd: list[str], env: dict[str, str]) -> Iterator[str]:
+    """The lines ``upskills check --batch`` prints, as it prints them."""
+    with subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True, env=env) as proc:
+        assert proc.stdout is not None
+        yield from proc.stdout
+
+
+def recheck_batch(
+    folders: list[Path],
+    gpu: str,
+    timeout: float,
+    timing: bool = True,
+    fresh: frozenset[str] = frozenset(),
+    device: str = "cuda",
+) -> Iterator[dict[str, Any]]:
+    """Re-check these sessions' final kernels on ``gpu``, one ``upskills check --batch`` process.
+
+    One verifier judges them one after another (its worker processes start once, not once a
+    kernel); each check still runs in fresh forked children. ``fresh``: task names (or
+    ``all``) whose baselines are timed again beside the kernel (``--fresh-baselines``).
+    Rows come as the verdicts do.
+    """
+    with tempfile.TemporaryDirectory() as tmp:
+        rows: dict[str, dict[str, Any]] = {}
+        entries = []
+        for folder in folders:
+            row, spec, source = base_row(folder, gpu)
+            if source is None:
+                yield row
+                continue
+            kernel = Path(tmp) / f"{folder.name}_final.py"
+            kernel.write_text(source, encoding="utf-8")
+            again = timing and ("all" in fresh or row["task"] in fresh)
+            if again:
+                row["fresh_baselines"] = True
+            rows[folder.name] = row
+            entries.append(
+                {"key": folder.name, "task": spec, "candidate": str(kernel)}
+                | {"timing": timing, "fresh_baselines": again}
+            )
+        if not entries:
+            return
+        batch = Path(tmp) / "batch.jsonl"
+        batch.write_text("".join(json.dumps(e) + "\n" for e in entries), encoding="utf-8")
+        cmd = [sys.executable, "-m", "upskills", "check", "--batch", str(batch)]
+        cmd += ["--device", device, "--json", "--timeout", str(timeout)]
+        if not timing:
+            cmd += ["--seeds", "1"]
+        env = dict(os.environ, CUDA_VISIBLE_DEVICES=gpu)
+        for line in batch_lines(cmd, env):
+            try:
+                result = json.loads(line)
+                row = rows.pop(result["key"])
+            except (ValueError, KeyError):
+                print(f"not a batch result: {line[:200]}", file=sys.stderr, flush=True)
+                continue
+            if result.get("verdict") is None:
+                yield row | {"error": result.get("error") or "no verdict"}
+            else:
+                yield row_from(row, result["verdict"])
+        for row in rows.values():  # the batch process stopped before these
+            yield row | {"error": "the batch ended before this check"}
 
 
 def _rows(path: Path) -> list[dict[str, Any]]:
@@ -179,7 +224,7 @@ def main() -> int:
         help="tasks (comma-separated, or all) whose baselines are timed again in the check",
     )
     args = ap.parse_args()
-    fresh = set(args.fresh_baselines.split(",")) - {""}
+    fresh = frozenset(args.fresh_baselines.split(",")) - {""}
     if args.gpus:
         gpus = args.gpus.split(",")
     else:
@@ -198,36 +243,32 @@ def main() -> int:
     if done:
         print(f"resuming: {len(done)} sessions already in {args.out}", flush=True)
         folders = [f for f in folders if f.name not in done]
-    if args.warm:
+    if args.warm:  # correctness only, several processes per GPU: every extension built
         slots = [g for g in gpus for _ in range(args.warm)]
+        parts = [(folders[i :: len(slots)], g) for i, g in enumerate(slots)]
         with ThreadPoolExecutor(len(slots)) as pool:
-            warm = list(
-                pool.map(
-                    lambda ig: recheck(ig[1], slots[ig[0] % len(slots)], args.timeout, False),
-                    enumerate(folders),
+            warm = [
+                r
+                for rs in pool.map(
+                    lambda p: list(recheck_batch(p[0], p[1], args.timeout, timing=False)), parts
                 )
-            )
+                for r in rs
+            ]
         passed = sum(1 for r in warm if r.get("passed"))
         print(f"compile pass: {passed}/{len(warm)} passed", flush=True)
-    free: Queue[str] = Queue()
-    for g in gpus:
-        free.put(g)
-
-    def one(folder: Path) -> dict[str, Any]:
-        gpu = free.get()
-        try:
-            again = "all" in fresh or task_name(folder) in fresh
-            return recheck(folder, gpu, args.timeout, fresh=again)
-        finally:
-            free.put(gpu)
-
+    lock = threading.Lock()
     rows: list[dict[str, Any]] = []
+
+    def one_gpu(i: int) -> None:  # timed: one batch per GPU, so no two timings share a GPU
+        for row in recheck_batch(folders[i :: len(gpus)], gpus[i], args.timeout, fresh=fresh):
+            with lock:
+                rows.append(row)
+                with open(args.out, "a", encoding="utf-8") as fh:
+                    fh.write(json.dumps(row) + "\n")
+                print(json.dumps(row), flush=True)
+
     with ThreadPoolExecutor(len(gpus)) as pool:
-        for row in pool.map(one, folders):
-            rows.append(row)
-            with open(args.out, "a", encoding="utf-8") as fh:
-                fh.write(json.dumps(row) + "\n")
-            print(json.dumps(row), flush=True)
+        list(pool.map(one_gpu, range(len(gpus))))
     ok = sum(1 for r in rows if r.get("within_5pct"))
     print(f"{ok}/{len(rows)} final kernels re-checked within 5% of the recorded speedup")
     return 0

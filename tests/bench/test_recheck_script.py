@@ -4,7 +4,6 @@ session's final kernel and the row it makes of the verdict (the GPU run is stood
 from __future__ import annotations
 
 import json
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -21,40 +20,81 @@ def _session(folder: Path) -> Path:
     return folder
 
 
-def test_recheck_runs_upskills_check_and_compares_speedups(tmp_path, monkeypatch):
+def test_recheck_runs_upskills_check_batch_and_compares_speedups(tmp_path, monkeypatch):
     mod = load_script("recheck")
     folder = _session(tmp_path / "row_sum-s2")
-    seen: list[list[str]] = []
+    empty = tmp_path / "row_sum-s3"  # a session that ended without a kernel
+    empty.mkdir()
+    (empty / "state.json").write_text((folder / "state.json").read_text())
+    (empty / "trace.jsonl").write_text(
+        "\n".join((folder / "trace.jsonl").read_text().splitlines()[:1]) + "\n"
+    )
+    seen: list[tuple[list[str], list[dict]]] = []
 
-    def fake_run(cmd, **kwargs):  # noqa: ANN001, ANN202 - stands in for the GPU check
-        seen.append(cmd)
-        kernel = Path(cmd[5]).read_text()
-        verdict = {
-            "passed": kernel == "good",
-            "speedup_eager": 1.632,
-            "speedup_compile": 1.1,
-            "gpu": "NVIDIA H200",
-            "timing": {"median_ms": 0.1},
-            "baselines": {"eager": {"median_ms": 0.19}},
-            "candidate_hash": "h2",
-            "stage_seconds": {"baselines": 41.5, "timing": 2.1},
+    def fake_batch(cmd, env):  # noqa: ANN001, ANN202 - stands in for the GPU process
+        entries = [
+            json.loads(line)
+            for line in Path(cmd[cmd.index("--batch") + 1]).read_text().splitlines()
+        ]
+        seen.append((cmd, entries))
+        assert env["CUDA_VISIBLE_DEVICES"] == "1"
+        for entry in entries:
+            verdict = {
+                "passed": Path(entry["candidate"]).read_text() == "good",
+                "speedup_eager": 1.632,
+                "speedup_compile": 1.1,
+                "gpu": "NVIDIA H200",
+                "timing": {"median_ms": 0.1, "clock_ms": 0.098},
+                "baselines": {"eager": {"median_ms": 0.19}},
+                "candidate_hash": "h2",
+                "duration_s": 11.5,
+                "stage_seconds": {"baselines": 0.01, "timing": 2.1},
+            }
+            yield json.dumps({"key": entry["key"], "verdict": verdict}) + "\n"
+
+    monkeypatch.setattr(mod, "batch_lines", fake_batch)
+    rows = list(mod.recheck_batch([folder, empty], "1", 60.0, fresh=frozenset({"row_sum"})))
+    cmd, entries = seen[0]
+    assert cmd[2:5] == ["upskills", "check", "--batch"] and "--seeds" not in cmd
+    assert entries == [
+        {
+            "key": "row_sum-s2",
+            "task": "row_sum",
+            "candidate": entries[0]["candidate"],
+            "timing": True,
+            "fresh_baselines": True,
         }
-        return subprocess.CompletedProcess(cmd, 0, json.dumps(verdict), "")
-
-    monkeypatch.setattr(mod.subprocess, "run", fake_run)
-    row = mod.recheck(folder, "0", 60.0, fresh=True)
-    assert seen[0][2:5] == ["upskills", "check", "row_sum"] and "--fresh-baselines" in seen[0]
+    ]
+    assert rows[0] == {"session": "row_sum-s3", "task": "row_sum", "gpu_index": "1"} | {
+        "error": "no final kernel in the trace"
+    }
+    row = rows[1]
     assert row["fresh_baselines"] is True and row["passed"] is True
     assert (row["recorded_speedup"], row["speedup"], row["eager_ms"]) == (1.7, 1.632, 0.19)
     assert row["ratio"] == 0.96 and row["within_5pct"] is True
-    # where the check's time went, and the process's whole wall time beside it
-    assert row["stage_seconds"] == {"baselines": 41.5, "timing": 2.1}
-    assert isinstance(row["wall_s"], float) and 0 <= row["wall_s"] < 60
-    plain = mod.recheck(folder, "0", 60.0)
-    assert "--fresh-baselines" not in seen[1] and "fresh_baselines" not in plain
-    untimed = mod.recheck(folder, "0", 60.0, timing=False, fresh=True)
-    assert "--no-timing" in seen[2] and "--fresh-baselines" not in seen[2]
-    assert "fresh_baselines" not in untimed
+    # where the check's time went, and the judge's own per-call clock beside the events
+    assert row["stage_seconds"] == {"baselines": 0.01, "timing": 2.1} and row["wall_s"] == 11.5
+    assert (row["median_ms"], row["clock_ms"]) == (0.1, 0.098)
+    untimed = list(mod.recheck_batch([folder], "1", 60.0, timing=False, fresh=frozenset({"all"})))
+    cmd, entries = seen[1]
+    assert "--seeds" in cmd and entries[0]["timing"] is False
+    assert entries[0]["fresh_baselines"] is False and "fresh_baselines" not in untimed[0]
+
+
+def test_a_batch_that_stops_early_leaves_an_error_row_per_unjudged_kernel(tmp_path, monkeypatch):
+    mod = load_script("recheck")
+    a, b = _session(tmp_path / "row_sum-s2"), _session(tmp_path / "row_sum-s4")
+
+    def dies_after_one(cmd, env):  # noqa: ANN001, ANN202
+        yield json.dumps({"key": "row_sum-s2", "error": "unknown task"}) + "\n"
+        yield "Traceback (most recent call last):\n"
+
+    monkeypatch.setattr(mod, "batch_lines", dies_after_one)
+    rows = list(mod.recheck_batch([a, b], "0", 60.0))
+    assert [(r["session"], r["error"]) for r in rows] == [
+        ("row_sum-s2", "unknown task"),
+        ("row_sum-s4", "the batch ended before this check"),
+    ]
 
 
 def test_an_unknown_task_name_is_an_error_not_a_skip(tmp_path):

@@ -80,3 +80,52 @@ def test_verdict_messages_do_not_carry_this_machines_paths():
     assert sys.prefix not in text and os.path.expanduser("~") + "/" not in text
     assert "<python>/lib/torch/nn/functional.py" in text and "~/work/kernel.py" in text
     assert text.endswith("at upskills/verify/judge.py")
+
+
+def test_a_batch_judges_each_entry_through_one_verifier_and_resumes(tmp_path, files):
+    """Different entries in one process: a pass, a fail, a missing file and an unknown task
+    each get their line; a second run with the same --out judges only what had no verdict."""
+    task, good, bad = files
+    entries = [
+        {"key": "good", "task": str(task), "candidate": str(good)},
+        {"key": "bad", "task": str(task), "candidate": str(bad)},
+        {"key": "gone", "task": str(task), "candidate": str(tmp_path / "gone.py")},
+        {"key": "nope", "task": "no_such_task", "candidate": str(good)},
+    ]
+    batch = tmp_path / "batch.jsonl"
+    batch.write_text("".join(json.dumps(e) + "\n" for e in entries))
+    out = tmp_path / "out.jsonl"
+    args = ["check", "--batch", str(batch), "--device", "cpu", "--seeds", "1", "--json"]
+    res = CliRunner().invoke(main, [*args, "--out", str(out)])
+    assert res.exit_code == 1, res.output
+    rows = {r["key"]: r for r in map(json.loads, out.read_text().splitlines())}
+    assert rows["good"]["verdict"]["passed"] is True
+    assert rows["bad"]["verdict"]["error_class"] == "mismatch"
+    assert "gone.py" in rows["gone"]["error"] and "no_such_task" in rows["nope"]["error"]
+    # printed as they came, one JSON line each
+    assert [json.loads(line)["key"] for line in res.output.splitlines()] == [
+        "good",
+        "bad",
+        "gone",
+        "nope",
+    ]
+    (tmp_path / "gone.py").write_text(GOOD_ADD)
+    again = CliRunner().invoke(main, [*args, "--out", str(out)])
+    # judged again: only the two that had no verdict; the missing file now passes
+    assert [json.loads(line)["key"] for line in again.output.splitlines()] == ["gone", "nope"]
+    last = [json.loads(line) for line in out.read_text().splitlines()]
+    assert len(last) == 6 and last[4]["verdict"]["passed"] is True
+
+
+def test_a_batch_and_a_task_together_or_a_malformed_batch_are_clear_errors(tmp_path, files):
+    task, good, _ = files
+    batch = tmp_path / "batch.jsonl"
+    batch.write_text('{"key": "a", "task": "row_sum"}\n')
+    res = CliRunner().invoke(main, ["check", "--batch", str(batch), "--device", "cpu"])
+    assert res.exit_code == 2 and "batch.jsonl:1: not a batch entry" in res.output
+    res = CliRunner().invoke(
+        main, ["check", str(task), str(good), "--batch", str(batch), "--device", "cpu"]
+    )
+    assert res.exit_code == 2 and "--batch replaces TASK and CANDIDATE" in res.output
+    res = CliRunner().invoke(main, ["check", "--device", "cpu"])
+    assert res.exit_code == 2 and "give TASK and CANDIDATE" in res.output

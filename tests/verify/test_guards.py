@@ -224,3 +224,18 @@ def test_autotuned_kernel_passes_on_cpu(cpu_verifier, add_task):
     assert tuned.count("autotune") == 1 and "meta[" in tuned
     v = cpu_verifier.check(add_task, tuned)
     assert v.passed, v.message
+
+
+def test_the_verifiers_own_kernels_are_not_counted_as_the_candidates_launches():
+    """The timing inputs' perturbation launches a Triton kernel in the candidate's process
+    before each timed call; counted, it would give a forward that launches nothing a launch."""
+    from types import SimpleNamespace
+
+    from upskills.verify.guards import LaunchCounter
+    from upskills.verify.perturb_kernel import fused_kernel
+
+    pytest.importorskip("triton")
+    counter = LaunchCounter()
+    run = counter._wrap(lambda *args, **kwargs: "ran")
+    assert run(fused_kernel(), grid=(1,)) == "ran" and counter.state.launches == 0
+    assert run(SimpleNamespace(), grid=(1,)) == "ran" and counter.state.launches == 1

@@ -2,16 +2,23 @@
 
 A folder is a batch: every ``*.py`` in it is judged on an executor (``--executor local|ray``),
 results are printed as they arrive and, with ``--out``, appended to a JSONL file that a rerun
-resumes from.
+resumes from. ``--batch LIST.jsonl`` judges pairs of (task, candidate) of different tasks one
+after another through one verifier (its worker processes start once), the way a re-check of a
+whole corpus on one GPU wants them.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
 from upskills._cli.executor_options import executor_config, executor_options, start_executor
+
+if TYPE_CHECKING:
+    from upskills.verify import CheckOptions, Verifier
+    from upskills.verify.verdict import BatchResult
 
 
 def _format_verdict(verdict) -> str:  # noqa: ANN001 - a Verdict; imported lazily
@@ -54,8 +61,8 @@ class CheckError(click.ClickException):
 
 
 @click.command()
-@click.argument("task")
-@click.argument("candidate", type=click.Path(path_type=Path))
+@click.argument("task", required=False)
+@click.argument("candidate", required=False, type=click.Path(path_type=Path))
 @click.option(
     "--device",
     type=click.Choice(["auto", "cpu", "cuda"]),
@@ -101,10 +108,18 @@ class CheckError(click.ClickException):
 @click.option(
     "--workers", type=click.IntRange(min=1), default=None, help="Workers or actors (batches)."
 )
+@click.option(
+    "--batch",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    default=None,
+    help="JSON lines of {key, task, candidate[, fresh_baselines, timing]}: judged one at a time "
+    "through one verifier, each result printed (and appended to --out) as it comes; instead "
+    "of TASK and CANDIDATE.",
+)
 @executor_options
 def cli(
-    task: str,
-    candidate: Path,
+    task: str | None,
+    candidate: Path | None,
     device: str,
     as_json: bool,
     seeds: int,
@@ -117,6 +132,7 @@ def cli(
     workers: int | None,
     executor: str,
     ray_address: str | None,
+    batch: Path | None,
 ) -> None:
     """Verify CANDIDATE.py (a module defining ModelNew), or every .py in a folder, against TASK.
 
@@ -127,6 +143,13 @@ def cli(
     from upskills.verify import CheckOptions, check
 
     config = executor_config(executor, ray_address, workers)
+    if batch is not None:
+        if task is not None or candidate is not None:
+            raise CheckError("--batch replaces TASK and CANDIDATE: give one or the other")
+        options = CheckOptions(seeds=seeds, timeout_s=timeout, seed=seed)
+        _check_batch(batch, options, device, as_json, out)
+    if task is None or candidate is None:
+        raise CheckError("give TASK and CANDIDATE (or --batch LIST.jsonl)")
     if not candidate.is_file() and not candidate.is_dir():
         raise click.BadParameter(f"no such file or folder: {candidate}", param_hint="CANDIDATE")
     try:
@@ -195,3 +218,84 @@ def _check_folder(
     if not as_json:
         click.echo(f"{len(results) - failed} of {len(results)} passed ({ex.name} executor)")
     raise SystemExit(0 if failed == 0 else 1)
+
+
+def _check_batch(
+    batch: Path, options: CheckOptions, device: str, as_json: bool, out: Path | None
+) -> None:
+    """Judge each line of ``batch`` through one verifier; exits like a single check.
+
+    A line that cannot be judged (unknown task, missing candidate) gets a result with
+    ``error`` and the batch goes on. With ``out``, results are appended as they come and keys
+    judged there already are skipped (an ``error`` is tried again), so a batch cut short
+    resumes.
+    """
+    import json
+
+    from upskills.core.jsonl import RecordWriter, RunStoreError, read_records
+    from upskills.verify import Verifier
+    from upskills.verify.verdict import BatchResult as Result
+
+    entries: list[dict[str, object]] = []
+    for number, line in enumerate(batch.read_text(encoding="utf-8").splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            entry = json.loads(line)
+            if not isinstance(entry, dict) or not {"key", "task", "candidate"} <= entry.keys():
+                raise ValueError("needs key, task and candidate")
+        except ValueError as exc:
+            raise CheckError(f"{batch}:{number}: not a batch entry ({exc})") from exc
+        entries.append(entry)
+    try:
+        done = {r.key for r in read_records(out, Result) if r.verdict} if out else set()
+    except RunStoreError as exc:
+        raise CheckError(str(exc)) from exc
+    failed = 0
+    writer = RecordWriter(out, done) if out is not None else None
+    try:
+        with Verifier(device, options) as verifier:
+            for entry in entries:
+                if str(entry["key"]) in done:
+                    continue
+                result = _batch_one(verifier, entry, options)
+                failed += result.verdict is None or not result.verdict.passed
+                if writer is not None:
+                    writer.keys.discard(result.key)  # an earlier error of this key
+                    writer.write(result)
+                if as_json:
+                    click.echo(result.model_dump_json())
+                elif result.verdict is not None:
+                    click.echo(f"{result.key}: {_format_verdict(result.verdict)}")
+                else:
+                    click.echo(f"{result.key}: ERROR {result.error}")
+    finally:
+        if writer is not None:
+            writer.close()
+    raise SystemExit(0 if failed == 0 else 1)
+
+
+def _batch_one(verifier: Verifier, entry: dict[str, object], options: CheckOptions) -> BatchResult:
+    """One batch entry's result: its verdict, or the reason it could not be judged."""
+    from upskills.tasks import TaskError, load_task
+    from upskills.verify.verdict import BatchResult
+
+    key = str(entry["key"])
+    candidate = Path(str(entry["candidate"]))
+    if not candidate.is_file():
+        return BatchResult(key=key, error=f"no such candidate file: {candidate}")
+    try:
+        task = load_task(str(entry["task"]))
+    except TaskError as exc:
+        return BatchResult(key=key, error=str(exc))
+    own = options.model_copy(
+        update={
+            "fresh_baselines": bool(entry.get("fresh_baselines", False)),
+            "timing": bool(entry.get("timing", True)),
+        }
+    )
+    try:
+        verdict = verifier.check(task, candidate, own)
+    except (ValueError, RuntimeError) as exc:
+        return BatchResult(key=key, error=str(exc))
+    return BatchResult(key=key, verdict=verdict)

@@ -164,6 +164,16 @@ class Verdict(BaseModel):
     """Wall time of the whole check."""
 
 
+class BatchResult(BaseModel):
+    """One line of ``upskills check --batch``: a key's verdict, or why it could not be judged."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    key: str
+    verdict: Verdict | None = None
+    error: str | None = None
+
+
 class ProfileReport(BaseModel):
     """Where a candidate stands against the machine's ceilings (the ``profile`` tool).
 
