@@ -146,7 +146,15 @@ def cli(
     if batch is not None:
         if task is not None or candidate is not None:
             raise CheckError("--batch replaces TASK and CANDIDATE: give one or the other")
-        options = CheckOptions(seeds=seeds, timeout_s=timeout, seed=seed)
+        # an entry's own timing / fresh_baselines win over these flags
+        options = CheckOptions(
+            seeds=seeds,
+            timing=not no_timing,
+            fresh_baselines=fresh_baselines,
+            timeout_s=timeout,
+            variants=list(variants) or None,
+            seed=seed,
+        )
         _check_batch(batch, options, device, as_json, out)
     if task is None or candidate is None:
         raise CheckError("give TASK and CANDIDATE (or --batch LIST.jsonl)")
@@ -290,8 +298,8 @@ def _batch_one(verifier: Verifier, entry: dict[str, object], options: CheckOptio
         return BatchResult(key=key, error=str(exc))
     own = options.model_copy(
         update={
-            "fresh_baselines": bool(entry.get("fresh_baselines", False)),
-            "timing": bool(entry.get("timing", True)),
+            "fresh_baselines": bool(entry.get("fresh_baselines", options.fresh_baselines)),
+            "timing": bool(entry.get("timing", options.timing)),
         }
     )
     try:
