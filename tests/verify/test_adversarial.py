@@ -564,10 +564,9 @@ class ModelNew(nn.Module):
 '''
 
 
-@pytest.mark.gpu
-def test_side_stream_timing_disagrees_with_the_judge(add_task):
-    """Work on a private C++ stream: events see nothing, the judge's clock sees the work."""
-    big = add_task.model_copy(
+def _sixteen_m_add(add_task):  # noqa: ANN001, ANN202 - a Task
+    """The add at 16M elements (three 64 MiB tensors), with a ragged shape beside it."""
+    return add_task.model_copy(
         update={
             "variants": [
                 ShapeVariant(name="main", main=True, globals={"N": 1 << 24}),
@@ -575,6 +574,12 @@ def test_side_stream_timing_disagrees_with_the_judge(add_task):
             ]
         }
     )
+
+
+@pytest.mark.gpu
+def test_side_stream_timing_disagrees_with_the_judge(add_task):
+    """Work on a private C++ stream: events see nothing, the judge's clock sees the work."""
+    big = _sixteen_m_add(add_task)
     with Verifier("cuda", CheckOptions(seeds=2, timeout_s=600, baselines=False)) as verifier:
         verdict = verifier.check(big, SIDE_STREAM_CUDA)
     assert not verdict.passed, verdict.message
@@ -657,14 +662,7 @@ def _events_and_clock(message: str) -> tuple[float, float] | None:
 def test_a_short_kernel_on_a_private_stream_cannot_hide_under_the_clock_slack(add_task, source):
     """Events that see none of a ~0.05 ms call: refused, by the clock check (the capture-aware
     form, whose graph replays do the real work) or by the graph replays' stale result."""
-    mid = add_task.model_copy(
-        update={
-            "variants": [
-                ShapeVariant(name="main", main=True, globals={"N": 1 << 24}),
-                ShapeVariant(name="ragged", ragged=True, globals={"N": 100003}),
-            ]
-        }
-    )
+    mid = _sixteen_m_add(add_task)
     with Verifier("cuda", CheckOptions(seeds=2, timeout_s=600, baselines=False)) as verifier:
         verdict = verifier.check(mid, source)
     numbers = _events_and_clock(verdict.message)

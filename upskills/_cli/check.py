@@ -143,18 +143,17 @@ def cli(
     from upskills.verify import CheckOptions, check
 
     config = executor_config(executor, ray_address, workers)
+    options = CheckOptions(  # with --batch, an entry's own timing / fresh_baselines win
+        seeds=seeds,
+        timing=not no_timing,
+        fresh_baselines=fresh_baselines,
+        timeout_s=timeout,
+        variants=list(variants) or None,
+        seed=seed,
+    )
     if batch is not None:
         if task is not None or candidate is not None:
             raise CheckError("--batch replaces TASK and CANDIDATE: give one or the other")
-        # an entry's own timing / fresh_baselines win over these flags
-        options = CheckOptions(
-            seeds=seeds,
-            timing=not no_timing,
-            fresh_baselines=fresh_baselines,
-            timeout_s=timeout,
-            variants=list(variants) or None,
-            seed=seed,
-        )
         _check_batch(batch, options, device, as_json, out)
     if task is None or candidate is None:
         raise CheckError("give TASK and CANDIDATE (or --batch LIST.jsonl)")
@@ -164,14 +163,6 @@ def cli(
         task_obj = load_task(task)
     except TaskError as exc:
         raise CheckError(str(exc)) from exc
-    options = CheckOptions(
-        seeds=seeds,
-        timing=not no_timing,
-        fresh_baselines=fresh_baselines,
-        timeout_s=timeout,
-        variants=list(variants) or None,
-        seed=seed,
-    )
     if candidate.is_dir():
         _check_folder(task_obj, candidate, options, device, as_json, out, config)
     try:
