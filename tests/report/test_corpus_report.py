@@ -474,7 +474,7 @@ def test_a_recheck_gives_the_final_kernel_its_times(tmp_path, monkeypatch):
     other = _recheck_file(tmp_path / "o.jsonl", again | {"gpu": "NVIDIA A100"})
     ceilings = CorpusCeilings(gpu="NVIDIA H200")
     (row,) = build_corpus_report([tmp_path / "t"], "cmd", ceilings, [other]).rows
-    assert row.notes == ["re-checked on NVIDIA A100, ceilings measured on NVIDIA H200"]
+    assert row.notes[-1] == "re-checked on NVIDIA A100, ceilings measured on NVIDIA H200"
     # without a re-check file, nothing changes and the header does not mention one
     rep = build_corpus_report([tmp_path / "t"], "cmd")
     assert rep.rows[0].times_from == "trace" and "Kernel times" not in render_corpus_markdown(rep)
@@ -485,9 +485,9 @@ def test_the_report_counts_rechecks_that_reproduce_the_recorded_speedup(tmp_path
     _vector_add_trace(tmp_path / "t" / "va.jsonl")
     base = {"candidate_hash": "k3", "passed": True, "median_ms": 0.2, "speedup": 3.0}
 
-    def report(**row):  # noqa: ANN003, ANN202 - one re-check row's extra fields
+    def report(folder="t", **row):  # noqa: ANN001, ANN003, ANN202 - a re-check row's fields
         f = _recheck_file(tmp_path / "re.jsonl", base | row)
-        return build_corpus_report([tmp_path / "t"], "cmd", recheck_files=[f])
+        return build_corpus_report([tmp_path / folder], "cmd", recheck_files=[f])
 
     close = report(ratio=1.04)
     assert close.rows[0].recheck_ratio == 1.04
@@ -499,7 +499,19 @@ def test_the_report_counts_rechecks_that_reproduce_the_recorded_speedup(tmp_path
     assert "0/1 with a recorded speedup, of 1 re-checked (outside: vector_add 1.136)" in (
         render_corpus_markdown(far)
     )
-    unknown = report()  # the trace recorded no speedup for the kernel: nothing to compare
+    # the re-check's row has no ratio (its session never benchmarked the kernel): the report
+    # compares with the kernel's benchmark verdict in the traces (k3: 2.0x)
+    other = report()
+    assert other.rows[0].recheck_ratio == 1.5 and other.totals["recheck_with_ratio"] == 1
+    assert any("benchmark verdict in another session (2x)" in n for n in other.rows[0].notes)
+    # no benchmark verdict of the kernel anywhere: nothing to compare
+    t = load_task("vector_add")
+    _trace(
+        tmp_path / "u" / "va.jsonl",
+        t,
+        [("submit", "k3", _verdict(t, "k3", ms=0.25, eager_ms=0.6, compile_ms=0.375))],
+    )
+    unknown = report("u")
     assert unknown.totals["recheck_with_ratio"] == 0
     assert "(no recorded speedup to compare: vector_add)" in render_corpus_markdown(unknown)
 

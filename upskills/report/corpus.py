@@ -232,8 +232,16 @@ def corpus_ceilings(
     return got
 
 
-def _use_recheck(row: TaskRow, recheck: Recheck | None, ceilings_gpu: str | None) -> None:
-    """Replace the final kernel's times with its re-check's, when it passed with a time."""
+def _use_recheck(
+    row: TaskRow, recheck: Recheck | None, ceilings_gpu: str | None, benchmarked: float | None
+) -> None:
+    """Replace the final kernel's times with its re-check's, when it passed with a time.
+
+    ``benchmarked``: the kernel's speedup vs eager by its benchmark verdicts in these traces
+    (the best), compared with the re-check's when the re-check row has no ratio (its session
+    never benchmarked the kernel, as when that benchmark ran out of memory and a later
+    session timed the same kernel).
+    """
     if recheck is None:
         return
     if not recheck.passed or recheck.median_ms is None:
@@ -241,6 +249,12 @@ def _use_recheck(row: TaskRow, recheck: Recheck | None, ceilings_gpu: str | None
         return
     row.times_from, row.median_ms = "recheck", recheck.median_ms
     row.recheck_ratio = recheck.ratio
+    if row.recheck_ratio is None and benchmarked and recheck.speedup:
+        row.recheck_ratio = round(recheck.speedup / benchmarked, 4)
+        row.notes.append(
+            f"re-check compared with the kernel's benchmark verdict in another session "
+            f"({benchmarked:.4g}x)"
+        )
     row.speedup_eager, row.speedup_compile = recheck.speedup, recheck.speedup_compile
     if recheck.gpu and ceilings_gpu and recheck.gpu != ceilings_gpu:
         row.notes.append(f"re-checked on {recheck.gpu}, ceilings measured on {ceilings_gpu}")
@@ -410,7 +424,15 @@ def task_row(
     row.language = kernel_language(sources.get(final.candidate_hash))
     row.speedup_eager, row.speedup_compile = final.speedup_eager, final.speedup_compile
     row.times_from = "trace"
-    _use_recheck(row, (rechecks or {}).get(final.candidate_hash), ceilings_gpu)
+    benchmarked = [
+        v.speedup_eager
+        for k in kernels
+        if k.hash == final.candidate_hash
+        for _, tool, v in k.verdicts
+        if tool == "benchmark" and v.passed and v.speedup_eager is not None
+    ]
+    recheck = (rechecks or {}).get(final.candidate_hash)
+    _use_recheck(row, recheck, ceilings_gpu, max(benchmarked, default=None))
     seconds = row.median_ms * 1e-3
     if row.bound == "memory" and row.bytes is not None:
         row.gbs = row.bytes / seconds / 1e9
