@@ -208,3 +208,20 @@ def test_on_the_gpu_the_fused_kernel_gives_the_pytorch_ops_bits_faster(dtype):
     torch_ms = per_call_ms(torch_ops)
     print(f"perturbation of {n} {dtype}: fused {fused_ms:.3f} ms, PyTorch ops {torch_ms:.3f} ms")
     assert fused_ms < torch_ms
+
+
+def test_a_fused_kernel_that_cannot_run_leaves_the_pytorch_path(monkeypatch, capsys):
+    """A process where Triton cannot build the kernel perturbs with the PyTorch ops (the same
+    bits), says so once, and does not try the kernel again."""
+    calls: list[int] = []
+
+    def broken(tensor, salt):  # noqa: ANN001, ANN202
+        calls.append(salt)
+        raise RuntimeError("no compiler")
+
+    monkeypatch.setattr(perturb, "fused_perturb", broken)
+    monkeypatch.setattr(perturb, "_fused_failed", [])
+    x = torch.ones(8)
+    assert perturb._try_fused(x, 1) is False and torch.equal(x, torch.ones(8))
+    assert perturb._try_fused(x, 2) is False and calls == [1]
+    assert capsys.readouterr().err.count("perturbing with PyTorch ops instead") == 1

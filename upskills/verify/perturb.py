@@ -22,6 +22,7 @@ inputs in any process on the same device.
 
 from __future__ import annotations
 
+import sys
 from typing import Any, cast
 
 SPAN = 0.25
@@ -48,8 +49,8 @@ def perturb_inputs(values: list[Any], seed: int) -> None:
     for k, tensor in enumerate(_float_tensors(values)):
         salt = _salt(seed, k)
         with torch.no_grad():
-            if tensor.is_cuda and tensor.is_contiguous() and tensor.element_size() > 1:
-                fused_perturb(tensor, salt)
+            fusable = tensor.is_cuda and tensor.is_contiguous() and tensor.element_size() > 1
+            if fusable and _try_fused(tensor, salt):
                 continue
             if not tensor.is_contiguous():
                 tensor.mul_(_factors(tensor, salt))
@@ -95,6 +96,29 @@ def _float_tensors(values: Any) -> list[Any]:
 
 FUSED_BLOCK = 4096
 """Elements per program of the fused kernel."""
+_fused_failed: list[str] = []
+"""Why the fused kernel failed in this process, once it has (the PyTorch ops then serve)."""
+
+
+def _try_fused(tensor: Any, salt: int) -> bool:
+    """Perturb with the fused kernel; False (tensor untouched) when it cannot run here.
+
+    A kernel that fails to compile or launch fails before writing, and the PyTorch ops give the
+    same bits, so a process without a working Triton still perturbs exactly as the judge does.
+    """
+    if _fused_failed:
+        return False
+    try:
+        fused_perturb(tensor, salt)
+    except Exception as exc:  # noqa: BLE001 - any Triton failure: the PyTorch path instead
+        _fused_failed.append(f"{type(exc).__name__}: {exc}")
+        print(
+            f"upskills: the fused perturbation kernel failed ({_fused_failed[0][:200]}); "
+            "perturbing with PyTorch ops instead",
+            file=sys.stderr,
+        )
+        return False
+    return True
 
 
 def fused_perturb(tensor: Any, salt: int) -> None:
