@@ -36,8 +36,8 @@ CLOCK_TOLERANCE = 0.35
 CLOCK_SLACK_MS = 0.015
 """Per-call launch overhead the judge's clock allows on top of the candidate's events.
 
-It was 0.1 ms until 2026-12-03: then a kernel run whole on a private stream (events ~0) hid
-under it whenever it took under ~0.1 ms, which the corpus' built-in kernels do (0.07 ms).
+It was 0.1 ms until 2026-12-03: a kernel run whole on a private stream (events ~0) could hide
+under that whenever it took under ~0.1 ms, as the corpus' built-in kernels do (0.07 ms).
 Honest calls that are host-bound by more than this go to the CUDA-graph check, which has no
 host cost."""
 GRAPH_CHECK_MAX_MS = 2.0
