@@ -12,6 +12,8 @@ import os
 import shutil
 import socket
 import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
@@ -247,3 +249,32 @@ def test_a_run_time_loader_is_denied_outside_tritons_own_helpers(tmp_path):
     disguised = "__triton_launcher.cpython-311-x86_64-linux-gnu.so"
     _loaded_copy(with_torch, tmp_path / "cache2" / TRITON_KEY, disguised)
     assert denied_imports(*me).count(f"{disguised}: dlsym") == 1  # it links torch: not Triton's
+
+
+@needs_cxx
+def test_packages_installed_onto_the_python_path_are_installed_not_made(tmp_path, monkeypatch):
+    """The GPU machine's carried wheels go to ``pip install --target /tmp/site`` on PYTHONPATH:
+    pydantic's core there imports ``dlsym`` and the candidate's host loads it. A folder on the
+    judge's ``sys.path`` that holds installed distributions is installed; one that does not
+    (a folder the candidate made and put on the path) is not."""
+    from upskills.verify import libraries
+
+    site = tmp_path / "site"
+    (site / "pkg").mkdir(parents=True)
+    (tmp_path / "bare" / "pkg").mkdir(parents=True)
+    ctypes.CDLL(str(_build(site / "pkg", LOADER_SOURCE, "sitecore")))
+    bare = tmp_path / "bare"
+    ctypes.CDLL(str(_build(bare / "pkg", LOADER_SOURCE, "barecore")))
+    monkeypatch.setattr(sys, "path", [str(site), str(bare), *sys.path])
+    me = os.getpid(), os.geteuid()
+
+    def made() -> set[str]:
+        libraries._installed_prefixes.cache_clear()
+        try:
+            return {Path(p).name for p in mapped_objects(*me)}
+        finally:
+            libraries._installed_prefixes.cache_clear()
+
+    assert {"libsitecore.so", "libbarecore.so"} <= made()  # neither folder holds a distribution
+    (site / "sitecore-1.0.dist-info").mkdir()
+    assert "libsitecore.so" not in made() and "libbarecore.so" in made()

@@ -137,7 +137,14 @@ def _candidate_made(path: str, owner: int, candidate_uid: int) -> bool:
 
 @functools.cache
 def _installed_prefixes() -> list[str]:
-    """Folders of the installed Python and its packages (a venv may well sit under /tmp)."""
+    """Folders of the installed Python and its packages (a venv may well sit under /tmp).
+
+    Also each folder on the judge's ``sys.path`` that holds installed distributions
+    (``*.dist-info``): packages installed with ``pip install --target`` onto ``PYTHONPATH``, as
+    the GPU machine's carried wheels are in ``/tmp/site``. Until 2026-12-03 pydantic's compiled
+    core there, which imports ``dlsym`` and which the candidate's host process loads, read as the
+    candidate's own object, and every candidate of the judge's user failed guard (b) on the H200.
+    """
     import site
     import sysconfig
 
@@ -146,7 +153,16 @@ def _installed_prefixes() -> list[str]:
         roots.update(site.getsitepackages())
     except AttributeError:  # some embedded interpreters lack it
         pass
+    roots.update(entry for entry in sys.path if entry and _holds_distributions(Path(entry)))
     return [str(Path(r).resolve()).rstrip("/") + "/" for r in roots if r]
+
+
+def _holds_distributions(folder: Path) -> bool:
+    """Does this ``sys.path`` folder hold installed distributions (a ``*.dist-info`` folder)?"""
+    try:
+        return folder.is_dir() and any(folder.glob("*.dist-info"))
+    except OSError:
+        return False
 
 
 def mapped_objects(pid: int, uid: int) -> dict[str, str]:
