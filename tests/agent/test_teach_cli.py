@@ -45,9 +45,15 @@ def _teach(out: Path, script: Path) -> list[str]:
 
 
 def _has_tool_result(trace: Path, other_than: str | None) -> bool:
-    if not trace.exists() or '"tool_result"' not in trace.read_text():
+    """Does ``trace`` (not the run ``other_than``) hold a tool_result yet?
+
+    A resumed run moves the earlier trace aside to ``.partial`` before it starts its own, so the
+    file can vanish between two reads here (seen once in CI): then it has none yet.
+    """
+    try:
+        return '"tool_result"' in trace.read_text() and read_trace(trace).trace_id != other_than
+    except FileNotFoundError:
         return False
-    return read_trace(trace).trace_id != other_than
 
 
 def _interrupt_after_first_tool_result(
