@@ -499,6 +499,13 @@ def test_the_report_counts_rechecks_that_reproduce_the_recorded_speedup(tmp_path
     assert "0/1 with a recorded speedup, of 1 re-checked (outside: vector_add 1.136)" in (
         render_corpus_markdown(far)
     )
+    # outside the tolerance, a note gives the recorded benchmark verdicts' times and spreads
+    (note,) = [n for n in far.rows[0].notes if n.startswith("re-check ")]
+    assert note == (
+        "re-check 1.136 of the recorded speedup, re-checked at 0.2 ms; "
+        "the kernel's benchmark verdicts: 2x at 0.3 ms, spread 0.00"
+    )
+    assert not [n for n in close.rows[0].notes if n.startswith("re-check ")]
     # the re-check's row has no ratio (its session never benchmarked the kernel): the report
     # compares with the kernel's benchmark verdict in the traces (k3: 2.0x)
     other = report()

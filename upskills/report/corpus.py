@@ -233,15 +233,17 @@ def corpus_ceilings(
 
 
 def _use_recheck(
-    row: TaskRow, recheck: Recheck | None, ceilings_gpu: str | None, benchmarked: float | None
+    row: TaskRow, recheck: Recheck | None, ceilings_gpu: str | None, benchmarks: list[Verdict]
 ) -> None:
     """Replace the final kernel's times with its re-check's, when it passed with a time.
 
-    ``benchmarked``: the kernel's speedup vs eager by its benchmark verdicts in these traces
-    (the best), compared with the re-check's when the re-check row has no ratio (its session
-    never benchmarked the kernel, as when that benchmark ran out of memory and a later
-    session timed the same kernel).
+    ``benchmarks``: the kernel's passing benchmark verdicts in these traces. The best speedup
+    vs eager among them is compared with the re-check's when the re-check row has no ratio (its
+    session never benchmarked the kernel, as when that benchmark ran out of memory and a later
+    session timed the same kernel). When the ratio is outside the tolerance, a note gives their
+    times and spreads: a recorded verdict timed with a wide spread is the first suspect.
     """
+    benchmarked = max((v.speedup_eager or 0.0 for v in benchmarks), default=None)
     if recheck is None:
         return
     if not recheck.passed or recheck.median_ms is None:
@@ -254,6 +256,17 @@ def _use_recheck(
         row.notes.append(
             f"re-check compared with the kernel's benchmark verdict in another session "
             f"({benchmarked:.4g}x)"
+        )
+    if row.recheck_ratio is not None and abs(row.recheck_ratio - 1) > RECHECK_TOLERANCE:
+        timed = [
+            f"{v.speedup_eager:.4g}x at {v.timing.median_ms:.4g} ms, spread {v.timing.spread:.2f}"
+            for v in benchmarks
+            if v.timing is not None
+        ]
+        row.notes.append(
+            f"re-check {row.recheck_ratio:.3f} of the recorded speedup, re-checked at "
+            f"{recheck.median_ms:.4g} ms; the kernel's benchmark verdicts: "
+            + ("; ".join(timed) if timed else "none in these traces")
         )
     row.speedup_eager, row.speedup_compile = recheck.speedup, recheck.speedup_compile
     if recheck.gpu and ceilings_gpu and recheck.gpu != ceilings_gpu:
@@ -424,15 +437,15 @@ def task_row(
     row.language = kernel_language(sources.get(final.candidate_hash))
     row.speedup_eager, row.speedup_compile = final.speedup_eager, final.speedup_compile
     row.times_from = "trace"
-    benchmarked = [
-        v.speedup_eager
+    benchmarks = [
+        v
         for k in kernels
         if k.hash == final.candidate_hash
         for _, tool, v in k.verdicts
         if tool == "benchmark" and v.passed and v.speedup_eager is not None
     ]
     recheck = (rechecks or {}).get(final.candidate_hash)
-    _use_recheck(row, recheck, ceilings_gpu, max(benchmarked, default=None))
+    _use_recheck(row, recheck, ceilings_gpu, benchmarks)
     seconds = row.median_ms * 1e-3
     if row.bound == "memory" and row.bytes is not None:
         row.gbs = row.bytes / seconds / 1e9
