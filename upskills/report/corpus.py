@@ -22,7 +22,7 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict, Field
 
 from upskills.report.corpus_markdown import history_text, render_corpus_markdown
-from upskills.report.corpus_recheck import RECHECK_TOLERANCE, Recheck, load_rechecks
+from upskills.report.corpus_recheck import RECHECK_TOLERANCE, Recheck, load_rechecks, use_recheck
 from upskills.report.corpus_tasks import origin_kind, resolve_task, task_work
 from upskills.trace import iter_trace_files, read_trace
 from upskills.trace.attempts import attempts_of
@@ -232,47 +232,6 @@ def corpus_ceilings(
     return got
 
 
-def _use_recheck(
-    row: TaskRow, recheck: Recheck | None, ceilings_gpu: str | None, benchmarks: list[Verdict]
-) -> None:
-    """Replace the final kernel's times with its re-check's, when it passed with a time.
-
-    ``benchmarks``: the kernel's passing benchmark verdicts in these traces. The best speedup
-    vs eager among them is compared with the re-check's when the re-check row has no ratio (its
-    session never benchmarked the kernel, as when that benchmark ran out of memory and a later
-    session timed the same kernel). When the ratio is outside the tolerance, a note gives their
-    times and spreads: a recorded verdict timed with a wide spread is the first suspect.
-    """
-    benchmarked = max((v.speedup_eager or 0.0 for v in benchmarks), default=None)
-    if recheck is None:
-        return
-    if not recheck.passed or recheck.median_ms is None:
-        row.notes.append(f"the re-check of {row.final_kernel} did not pass: trace times kept")
-        return
-    row.times_from, row.median_ms = "recheck", recheck.median_ms
-    row.recheck_ratio = recheck.ratio
-    if row.recheck_ratio is None and benchmarked and recheck.speedup:
-        row.recheck_ratio = round(recheck.speedup / benchmarked, 4)
-        row.notes.append(
-            f"re-check compared with the kernel's benchmark verdict in another session "
-            f"({benchmarked:.4g}x)"
-        )
-    if row.recheck_ratio is not None and abs(row.recheck_ratio - 1) > RECHECK_TOLERANCE:
-        timed = [
-            f"{v.speedup_eager:.4g}x at {v.timing.median_ms:.4g} ms, spread {v.timing.spread:.2f}"
-            for v in benchmarks
-            if v.timing is not None
-        ]
-        row.notes.append(
-            f"re-check {row.recheck_ratio:.3f} of the recorded speedup, re-checked at "
-            f"{recheck.median_ms:.4g} ms; the kernel's benchmark verdicts: "
-            + ("; ".join(timed) if timed else "none in these traces")
-        )
-    row.speedup_eager, row.speedup_compile = recheck.speedup, recheck.speedup_compile
-    if recheck.gpu and ceilings_gpu and recheck.gpu != ceilings_gpu:
-        row.notes.append(f"re-checked on {recheck.gpu}, ceilings measured on {ceilings_gpu}")
-
-
 @dataclass
 class _Kernel:
     """One kernel in one session, with its verdicts numbered in order over all sessions."""
@@ -445,7 +404,7 @@ def task_row(
         if tool == "benchmark" and v.passed and v.speedup_eager is not None
     ]
     recheck = (rechecks or {}).get(final.candidate_hash)
-    _use_recheck(row, recheck, ceilings_gpu, benchmarks)
+    use_recheck(row, recheck, ceilings_gpu, benchmarks)
     seconds = row.median_ms * 1e-3
     if row.bound == "memory" and row.bytes is not None:
         row.gbs = row.bytes / seconds / 1e9
