@@ -205,7 +205,7 @@ def test_a_venv_under_the_temp_folder_is_installed_not_made(tmp_path, monkeypatc
     ctypes.CDLL(str(_build(tmp_path, SOURCE, "venvlib")))
     me = os.getpid(), os.geteuid()
     assert any(p.endswith("/libvenvlib.so") for p in mapped_objects(*me))
-    monkeypatch.setattr(libraries, "_installed_prefixes", lambda: [str(tmp_path) + "/"])
+    monkeypatch.setattr(libraries, "installed_prefixes", lambda: [str(tmp_path) + "/"])
     assert not any(p.endswith("/libvenvlib.so") for p in mapped_objects(*me))
 
 
@@ -269,11 +269,11 @@ def test_packages_installed_onto_the_python_path_are_installed_not_made(tmp_path
     me = os.getpid(), os.geteuid()
 
     def made() -> set[str]:
-        libraries._installed_prefixes.cache_clear()
+        libraries.installed_prefixes.cache_clear()
         try:
             return {Path(p).name for p in mapped_objects(*me)}
         finally:
-            libraries._installed_prefixes.cache_clear()
+            libraries.installed_prefixes.cache_clear()
 
     assert {"libsitecore.so", "libbarecore.so"} <= made()  # neither folder holds a distribution
     (site / "sitecore-1.0.dist-info").mkdir()

@@ -127,7 +127,7 @@ def _candidate_made(path: str, owner: int, candidate_uid: int) -> bool:
     """
     if candidate_uid != os.geteuid():
         return owner == candidate_uid
-    if owner != candidate_uid or any(path.startswith(p) for p in _installed_prefixes()):
+    if owner != candidate_uid or any(path.startswith(p) for p in installed_prefixes()):
         return False
     home = Path.home()
     writable = [tempfile.gettempdir(), str(home / ".cache"), str(home / ".triton")]
@@ -136,7 +136,7 @@ def _candidate_made(path: str, owner: int, candidate_uid: int) -> bool:
 
 
 @functools.cache
-def _installed_prefixes() -> list[str]:
+def installed_prefixes() -> list[str]:
     """Folders of the installed Python and its packages (a venv may well sit under /tmp).
 
     Also each folder on the judge's ``sys.path`` that holds installed distributions
@@ -144,6 +144,8 @@ def _installed_prefixes() -> list[str]:
     the GPU machine's carried wheels are in ``/tmp/site``. Until 2026-12-03 pydantic's compiled
     core there, which imports ``dlsym`` and which the candidate's host process loads, read as the
     candidate's own object, and every candidate of the judge's user failed guard (b) on the H200.
+    Cached, and read by the judge's zygote before any candidate runs, so a candidate of the
+    judge's user cannot make a folder "installed" by writing a ``.dist-info`` into it.
     """
     import site
     import sysconfig

@@ -405,6 +405,9 @@ def serve(mode: str, role: str) -> None:
     if role == "judge":
         import upskills.verify.judge  # noqa: F401  # pyright: ignore[reportUnusedImport]
         import upskills.verify.judge_timing  # noqa: F401  # pyright: ignore[reportUnusedImport]
+        from upskills.verify.libraries import installed_prefixes
+
+        installed_prefixes()  # read before any candidate runs: one cannot add a folder to it
     else:
         import upskills.verify.candidate_host  # noqa: F401  # pyright: ignore[reportUnusedImport]
     root = _prepare_candidate_root() if role == "candidate" else None
