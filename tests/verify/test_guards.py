@@ -74,6 +74,30 @@ class ModelNew(nn.Module):
     assert "guard (b)" in v.message and "aten.add" in v.message
 
 
+def test_b_reference_op_inside_the_launch_through_the_grid_callable(cpu_verifier, add_task):
+    """Triton calls the grid callable inside its launch, where the launcher's own ops are not
+    the candidate's: the work done there with PyTorch, before a kernel that does nothing, passed
+    guard (b) until 2026-12-03. Code of the candidate's file inside a launch is the candidate's."""
+    cheat = (
+        KERNEL_PRELUDE
+        + """
+class ModelNew(nn.Module):
+    def forward(self, x, y):
+        out = torch.empty_like(x)
+
+        def grid(meta):
+            torch.add(x, y, out=out)
+            return (1,)
+
+        touch_kernel[grid](out, 16, BLOCK=16)
+        return out
+"""
+    )
+    v = cpu_verifier.check(add_task, cheat)
+    assert not v.passed and v.guard == "torch_compute", v.message
+    assert "aten.add" in v.message
+
+
 def test_b_compute_op_hidden_from_the_ast(cpu_verifier, row_sum_task):
     cheat = (
         KERNEL_PRELUDE

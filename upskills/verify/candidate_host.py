@@ -214,6 +214,7 @@ class CandidateHost(TimingRequests):
         self.display = display
         self.device = device
         self.watch = watch
+        watch.counter.state.candidate_files = frozenset({path, os.path.realpath(path)})
         self.new_cls: Any = None
         self.line = 0
         self.model: Any = None

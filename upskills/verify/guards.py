@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import importlib
 import os
+import sys
 import threading
 import time
 from collections.abc import Callable, Mapping
@@ -62,6 +63,12 @@ class LaunchState:
     """Kernel launches (Triton or compiled extension calls) so far."""
     depth: int = 0
     """>0 while inside a launch (ops there belong to the launcher, not the candidate)."""
+    launch_frames: list[Any] = field(default_factory=list[Any])
+    """The frames of the launch wrappers running now, innermost last."""
+    candidate_files: frozenset[str] = frozenset()
+    """The candidate's source file (as given and resolved): code of it that a launch runs (a
+    grid callable, a heuristic, a hook, an argument's method) is the candidate's, not the
+    launcher's, and its ops are recorded."""
     ranges: list[tuple[int, int, str]] | None = None
     """Memory of the running interpreted launch's tensor arguments: (start, end, name)."""
 
@@ -83,9 +90,11 @@ class LaunchCounter:
                 return fn(*args, **kwargs)
             state.launches += 1
             state.depth += 1
+            state.launch_frames.append(sys._getframe())  # pyright: ignore[reportPrivateUsage]
             try:
                 return fn(*args, **kwargs)
             finally:
+                state.launch_frames.pop()
                 state.depth -= 1
 
         counted.__wrapped__ = fn  # type: ignore[attr-defined]
@@ -328,6 +337,25 @@ def _max_numel(values: Any) -> int:
     return best
 
 
+def _candidate_code_in_launch(state: LaunchState) -> bool:
+    """Is the candidate's own code on the stack between this op and the innermost launch?
+
+    Triton runs the candidate's Python inside its launch: the grid callable, heuristics,
+    autotune hooks, an argument's ``data_ptr``. Until 2026-12-03 every op inside a launch was
+    the launcher's, so a grid callable doing ``torch.add(x, y, out=out)`` before a kernel that
+    did nothing passed guard (b) (``tests/verify/test_guards.py``).
+    """
+    if not state.candidate_files or not state.launch_frames:
+        return False
+    stop = state.launch_frames[-1]
+    frame = sys._getframe(2)  # pyright: ignore[reportPrivateUsage]
+    while frame is not None and frame is not stop:
+        if frame.f_code.co_filename in state.candidate_files:
+            return True
+        frame = frame.f_back
+    return False
+
+
 def make_op_recorder(log: OpLog, state: LaunchState) -> Any:
     """A ``TorchDispatchMode`` appending each op run outside a launch to ``log``."""
     from torch.utils._python_dispatch import TorchDispatchMode
@@ -340,7 +368,7 @@ def make_op_recorder(log: OpLog, state: LaunchState) -> Any:
         ) -> Any:
             kwargs = kwargs or {}
             out = func(*args, **kwargs)
-            if state.depth == 0:
+            if state.depth == 0 or _candidate_code_in_launch(state):
                 name: str = func._overloadpacket.__name__
                 log.ops.append(OpRecord(name, max(_max_numel((args, kwargs)), _max_numel(out))))
             return out
