@@ -110,9 +110,8 @@ if [ "${PROBE:-0}" = 1 ]; then
   tail -3 "$OUT/cross_user_probe.txt"
 fi
 
-# Last: an attack in the adversarial tests rewrites every /tmp/*/baselines.json it finds (the
-# judge guards only its own cache), so no timed stage may follow the tests in one call, and the
-# cache goes back before they run.
+# Packed before the tests (below), which run in a temp dir of their own: an attack in the
+# adversarial tests rewrites every baselines.json one level under the temp dir it sees.
 tar czf "$OUT/cache.tgz" -C "$UPSKILLS_CACHE_DIR" .
 if [ -n "${VBENCH:-}" ] && [ "$(left 15)" -gt 60 ]; then
   timeout -k 10 "$(left 15)" python3 benchmarks/verifier_bench.py --device cuda --repeats 5 \
@@ -135,6 +134,16 @@ if [ -n "${ABLATE:-}" ] && [ "$(left 15)" -gt 60 ]; then
   echo "ablate exit $?: $(wc -l < "$OUT/ablations.jsonl") measurements"; tail -4 /tmp/ablate.log
 fi
 
+# The tests' candidates include cheats that look for baseline caches one level under the temp
+# dir and rewrite them (test_adversarial's slowed-baseline test). The judge puts its own cache
+# back, but a candidate of the judge's user reaches any file that user can write: on the
+# fourteenth session's first call such a test multiplied 40_LayerNorm's eager median in this
+# script's cache ($UPSKILLS_CACHE_DIR under /tmp) by 1000, and the next call's re-check read it.
+# So the tests get a temp dir of their own, and the cache's digest is compared after them.
+if [ -n "${TESTS:-}" ]; then
+  export TMPDIR; TMPDIR=$(mktemp -d /tmp/upskills-tests.XXXXXX)
+  cache_sum=$(cat "$UPSKILLS_CACHE_DIR"/*.json 2>/dev/null | sha256sum)
+fi
 if [ "${TESTS:-}" = 1 ]; then
   timed=(tests/kernels/test_known_kernels.py::test_good_kernel_passes_on_cuda_and_is_timed
     tests/verify/test_profile.py tests/verify/test_adversarial.py tests/verify/test_gpu.py
@@ -153,7 +162,15 @@ elif [ -n "${TESTS:-}" ]; then
     -p no:xdist --timeout=150 $TESTS > "$OUT/gpu_tests.log" 2>&1
   echo "pytest exit $?" >> "$OUT/gpu_tests.log"
 fi
-[ -n "${TESTS:-}" ] && grep -E "^(FAILED|ERROR) |[0-9]+ (passed|failed)|pytest exit" "$OUT/gpu_tests.log"
+if [ -n "${TESTS:-}" ]; then
+  grep -E "^(FAILED|ERROR) |[0-9]+ (passed|failed)|pytest exit" "$OUT/gpu_tests.log"
+  if [ "$cache_sum" = "$(cat "$UPSKILLS_CACHE_DIR"/*.json 2>/dev/null | sha256sum)" ]; then
+    echo "the tests left $UPSKILLS_CACHE_DIR unchanged" | tee -a "$OUT/gpu_tests.log"
+  else
+    echo "WARNING: $UPSKILLS_CACHE_DIR changed during the tests: do not reuse it" | tee -a "$OUT/gpu_tests.log"
+  fi
+  unset TMPDIR
+fi
 
 # The device returns at most 8 files from $OUT (a ninth is left behind: round 10's sessions were
 # lost that way once): fold the logs into one archive when there are more.

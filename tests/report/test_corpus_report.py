@@ -585,3 +585,40 @@ def test_the_recheck_times_the_final_kernel_the_report_shows(tmp_path):
     # what the re-check compares with: the final kernel's benchmark verdict, not its submission
     assert recorded_speedup(read_trace(s3)) == pytest.approx(0.19 / 0.2071, rel=1e-3)
     assert recorded_speedup(read_trace(s2)) == pytest.approx(0.19 / 0.2030, rel=1e-3)
+    # the same kernel timed again in a later session (gemm_fp16-s5: s3's kernel after the
+    # timer's mend): the report shows its latest submission, so the re-check takes that session
+    # and its benchmark, not s3's older one
+    s5 = _trace(
+        tmp_path / "gemm_fp16-s5",
+        t,
+        [("benchmark", "b", v("b", 0.1846)), ("submit", "b", v("b", 0.1845))],
+        ts="2026-12-01T02:00:00+00:00",
+        state=True,
+        best="b",
+    )
+    folders = sorted(p.parent for p in tmp_path.glob("*/state.json"))
+    report = build_corpus_report([f / "trace.jsonl" for f in folders], command="test")
+    gemm = next(r for r in report.rows if r.task == "gemm_fp16")
+    assert (gemm.final_kernel, gemm.median_ms) == ("b", pytest.approx(0.1845))
+    assert [f.name for f in finals(folders)] == ["gemm_fp16-s5", "vector_add"]
+    assert recorded_speedup(read_trace(s5)) == pytest.approx(0.19 / 0.1846, rel=1e-3)
+
+
+def test_a_recheck_without_a_ratio_is_compared_with_the_latest_benchmark():
+    """Of a kernel's benchmark verdicts, the latest is its record (the report shows its latest
+    submission): an earlier verdict from before a mend of the timer does not decide."""
+    from upskills.report.corpus import TaskRow
+    from upskills.report.corpus_recheck import Recheck, use_recheck
+
+    t = load_task("gemm_fp16")
+    old = _verdict(t, "b", ms=0.2071, eager_ms=0.19, compile_ms=0.19)
+    new = _verdict(t, "b", ms=0.1846, eager_ms=0.19, compile_ms=0.19)
+    recheck = Recheck(candidate_hash="b", passed=True, median_ms=0.1844, speedup=0.19 / 0.1844)
+    row = TaskRow(task="gemm_fp16", task_hash=t.hash, final_kernel="b")
+    use_recheck(row, recheck, None, [old, new])
+    assert row.recheck_ratio == pytest.approx(0.1846 / 0.1844, rel=1e-3)
+    assert not any("re-check 1." in n for n in row.notes)
+    row = TaskRow(task="gemm_fp16", task_hash=t.hash, final_kernel="b")
+    use_recheck(row, recheck, None, [new, old])  # given the other way round: old is latest
+    assert row.recheck_ratio == pytest.approx(0.2071 / 0.1844, rel=1e-3)
+    assert any("re-check 1.123 of the recorded speedup" in n for n in row.notes)

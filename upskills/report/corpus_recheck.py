@@ -78,13 +78,15 @@ def use_recheck(
 ) -> None:
     """Replace the final kernel's times with its re-check's, when it passed with a time.
 
-    ``benchmarks``: the kernel's passing benchmark verdicts in these traces. The best speedup
-    vs eager among them is compared with the re-check's when the re-check row has no ratio (its
-    session never benchmarked the kernel, as when that benchmark ran out of memory and a later
-    session timed the same kernel). When the ratio is outside the tolerance, a note gives their
-    times and spreads: a recorded verdict timed with a wide spread is the first suspect.
+    ``benchmarks``: the kernel's passing benchmark verdicts in these traces, in the order they
+    were given. The latest one's speedup vs eager is compared with the re-check's when the
+    re-check row has no ratio (its session never benchmarked the kernel, as when that benchmark
+    ran out of memory and a later session timed the same kernel): the latest, as the kernel's
+    final verdict is its latest submission. When the ratio is outside the tolerance, a note
+    gives their times and spreads: a recorded verdict timed with a wide spread is the first
+    suspect.
     """
-    benchmarked = max((v.speedup_eager or 0.0 for v in benchmarks), default=None)
+    benchmarked = benchmarks[-1].speedup_eager if benchmarks else None
     if recheck is None:
         return
     if not recheck.passed or recheck.median_ms is None:
