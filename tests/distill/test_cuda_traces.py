@@ -179,3 +179,28 @@ def test_unpadded_tiles_and_unchecked_vectors_are_not_credited():
     found = analyze_kernel(plain)
     assert "smem_padding" not in found and "aligned_vector_path" not in found
     assert "vectorized_memory" in found
+
+
+def test_a_template_shows_its_own_techniques_not_the_other_sessions_of_its_task(tmp_path):
+    """cross_entropy's twelfth session (CUDA: warp shuffles, a TMA ring) was slower than its
+    eighth (Triton), whose kernel stays the template; the distiller gave the Triton template
+    the CUDA session's techniques, which moved it into gpu-reductions' scripts as if it showed
+    warp shuffles. Test-case tags keep every solving kernel's techniques."""
+    from tests.distill.tracegen import ROW_SUM_MASKED
+    from upskills.distill.pipeline import DistillConfig, DistillResult, _collect
+
+    h = load_task("row_sum").hash
+    for i, (src, speed) in enumerate([(ROW_SUM_MASKED, 2.0), (CUDA_ROW_SUM, 1.8)]):
+        write_trace(
+            tmp_path / "traces" / f"s{i}.jsonl",
+            [(src, verdict(src, True, task_hash=h, speedup=speed, gpu="H200"))],
+            task_hash=h,
+            started=f"2026-01-0{i + 1}T00:00:00.000000+00:00",
+        )
+    paths = sorted((tmp_path / "traces").glob("*.jsonl"))
+    ev = _collect(paths, DistillConfig(), DistillResult(), None)
+    assert ev.best[h].source == ROW_SUM_MASKED
+    triton, cuda = set(analyze_kernel(ROW_SUM_MASKED)), set(analyze_kernel(CUDA_ROW_SUM))
+    assert "warp_shuffle" in cuda - triton
+    assert ev.template_techniques[h] == triton
+    assert ev.techniques[h] == triton | cuda

@@ -301,7 +301,7 @@ def test_templates_show_most_of_the_pack_first_then_speed():
     }
     for task, (speedup, techs) in kernels.items():
         ev.best[task] = Template(task, task, f"trace-{task}", "src", speedup)
-        ev.techniques[task] = techs
+        ev.template_techniques[task] = techs
     taught = [_practice(t) for t in ("masking", "coalesced_access", "vectorized_memory")]
     assert [t.task for t in templates_by_merit(taught, ev, 3)] == ["gelu", "cast", "norm"]
     assert [t.task for t in templates_by_merit([_practice("masking")], ev, 2)] == ["norm", "gelu"]
@@ -319,7 +319,7 @@ def test_a_kernel_is_the_template_of_one_pack_only():
     }
     for task, (speedup, techs) in kernels.items():
         ev.best[task] = Template(task, task, f"trace-{task}", "src", speedup)
-        ev.techniques[task] = techs
+        ev.template_techniques[task] = techs
     groups = {
         "gpu-reductions": [_practice(t) for t in ("block_reduction", "warp_shuffle")],
         "gpu-tiling": [_practice(t) for t in ("shared_memory", "smem_padding")],

@@ -121,6 +121,10 @@ class _Evidence:
     best: dict[str, Template] = field(default_factory=dict)
     fed: dict[str, set[str]] = field(default_factory=lambda: defaultdict(set))
     techniques: dict[str, set[str]] = field(default_factory=lambda: defaultdict(set))
+    """Task hash -> the techniques of every selected session's final kernel (test-case tags)."""
+    template_techniques: dict[str, set[str]] = field(default_factory=dict)
+    """Task hash -> the techniques of ``best``'s kernel alone: what its template shows (a
+    slower CUDA session's warp shuffles are not the Triton template's)."""
 
 
 def _selected(trace: TraceSummary, config: DistillConfig) -> bool:
@@ -209,10 +213,12 @@ def _collect_one(
     )
     family = _family(trace.task, trace.task_hash)
     ev.families[trace.task_hash] = family
+    used = set(analyze_kernel(final.kernel_source))
     if _better(template, ev.best.get(trace.task_hash)):
         ev.best[trace.task_hash] = template
+        ev.template_techniques[trace.task_hash] = used
     ev.fed[trace.task_hash].add(trace.trace_id)
-    ev.techniques[trace.task_hash] |= set(analyze_kernel(final.kernel_source))
+    ev.techniques[trace.task_hash] |= used
 
 
 GENERIC_CONSTRUCTS = ("launch_config", "masking")
@@ -284,11 +290,11 @@ def template_homes(groups: dict[str, list[Lesson]], ev: _Evidence) -> dict[str, 
     }
     users: dict[str, int] = {}
     for task_hash in ev.best:
-        for tech in ev.techniques[task_hash]:
+        for tech in ev.template_techniques.get(task_hash, set()):
             users[tech] = users.get(tech, 0) + 1
     homes: dict[str, str] = {}
     for task_hash in ev.best:
-        used = ev.techniques[task_hash]
+        used = ev.template_techniques.get(task_hash, set())
         scored = sorted(
             (-sum(1.0 / users[x] for x in used & t), -len(used & t), name)
             for name, t in taught.items()
@@ -311,7 +317,8 @@ def templates_by_merit(
     labelled "correctness only".
     """
     taught = {x.technique for x in lessons if x.supported and x.technique in TECHNIQUES}
-    fits = [t for t in ev.best.values() if ev.techniques[t.task_hash] & taught]
+    shows = {h: ev.template_techniques.get(h, set()) for h in ev.best}
+    fits = [t for t in ev.best.values() if shows[t.task_hash] & taught]
     if allowed is not None:
         fits = [t for t in fits if t.task_hash in allowed]
     timed = [t for t in ev.best.values() if t.speedup is not None]
@@ -320,7 +327,7 @@ def templates_by_merit(
     ranked = sorted(
         fits,
         key=lambda t: (
-            -len(ev.techniques[t.task_hash] & taught),
+            -len(shows[t.task_hash] & taught),
             -(t.speedup or 0.0),
             t.task,
             t.task_hash,

@@ -1,6 +1,6 @@
-# Verified kernel for task `24_LogSoftmax` (task hash 63dfadf7b00c7734), from trace bfa6fd8a42e94d18b5162f302489af20.
-# Measured: 1.81x eager, 1.42x torch.compile on NVIDIA H200.
-# Check it: upskills check 24_LogSoftmax scripts/24_LogSoftmax_kernel.py
+# Verified kernel for task `38_L1Norm_` (task hash a11fdac52d4f562c), from trace 4897b07e861c4519af856bc9c731c271.
+# Measured: 2.92x eager, 2.25x torch.compile on NVIDIA H200.
+# Check it: upskills check 38_L1Norm_ scripts/38_L1Norm__kernel.py
 import torch
 import torch.nn as nn
 from torch.utils.cpp_extension import load_inline
@@ -278,7 +278,7 @@ torch::Tensor row_op(torch::Tensor x, int64_t mode) {
 """
 
 _ext = load_inline(
-    name="corpus_kb24_logsoftmax_push",
+    name="corpus_kb38_l1norm_push",
     cpp_sources="torch::Tensor row_op(torch::Tensor x, int64_t mode);",
     cuda_sources=_CUDA,
     functions=["row_op"],
@@ -287,10 +287,9 @@ _ext = load_inline(
 
 
 class ModelNew(nn.Module):
-    def __init__(self, dim: int = 1):
+    def __init__(self):
         super().__init__()
-        self.dim = dim
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        assert x.dim() == 2 and self.dim in (1, -1)
-        return _ext.row_op(x, 1)
+        assert x.dim() == 2
+        return _ext.row_op(x, 2)
