@@ -141,7 +141,8 @@ fi
 # script's cache ($UPSKILLS_CACHE_DIR under /tmp) by 1000, and the next call's re-check read it.
 # So the tests get a temp dir of their own, and the cache's digest is compared after them.
 if [ -n "${TESTS:-}" ]; then
-  export TMPDIR; TMPDIR=$(mktemp -d /tmp/upskills-tests.XXXXXX)
+  # mode 1777 like /tmp: as root, candidates run as nobody and must reach their folders in it
+  export TMPDIR; TMPDIR=$(mktemp -d /tmp/upskills-tests.XXXXXX) && chmod 1777 "$TMPDIR"
   cache_sum=$(cat "$UPSKILLS_CACHE_DIR"/*.json 2>/dev/null | sha256sum)
 fi
 if [ "${TESTS:-}" = 1 ]; then
