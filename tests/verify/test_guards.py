@@ -98,6 +98,39 @@ class ModelNew(nn.Module):
     assert "aten.add" in v.message
 
 
+def test_b_reference_op_inside_the_launch_from_a_module_the_candidate_wrote(cpu_verifier, add_task):
+    """The grid callable of the test above, moved into a module the candidate writes and
+    imports at load time: no frame of the candidate's file lies inside the launch, and it passed
+    guard (b) until the launcher's code was told apart by its packages instead."""
+    cheat = (
+        "import os\nimport sys\nimport tempfile\n"
+        + KERNEL_PRELUDE
+        + """
+_dir = tempfile.mkdtemp()
+with open(os.path.join(_dir, "gridhelp.py"), "w") as f:
+    f.write(
+        "def make(x, y, out):\\n"
+        "    def grid(meta):\\n"
+        "        out.copy_(x + y)\\n"
+        "        return (1,)\\n"
+        "    return grid\\n"
+    )
+sys.path.insert(0, _dir)
+from gridhelp import make  # noqa: E402
+
+
+class ModelNew(nn.Module):
+    def forward(self, x, y):
+        out = torch.empty_like(x)
+        touch_kernel[make(x, y, out)](out, 16, BLOCK=16)
+        return out
+"""
+    )
+    v = cpu_verifier.check(add_task, cheat)
+    assert not v.passed and v.guard == "torch_compute", v.message
+    assert "aten.add" in v.message
+
+
 def test_b_compute_op_hidden_from_the_ast(cpu_verifier, row_sum_task):
     cheat = (
         KERNEL_PRELUDE

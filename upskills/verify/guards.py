@@ -17,6 +17,7 @@ Like the static guards, these raise the cost of cheating; they are not a securit
 
 from __future__ import annotations
 
+import functools
 import importlib
 import os
 import sys
@@ -337,20 +338,72 @@ def _max_numel(values: Any) -> int:
     return best
 
 
+LAUNCHER_PACKAGES = ("triton", "torch", "numpy", "upskills")
+"""Packages whose Python runs inside a launch on the launcher's behalf (Triton's JIT and
+interpreter, the tensors' own methods, the verifier's launch wrappers)."""
+
+
+@functools.cache
+def launcher_code_roots() -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """(package folders, standard-library folders) whose code inside a launch is the launcher's.
+
+    Read by the candidate's zygote before any candidate runs (``sandbox.serve``), so a
+    candidate cannot add to it. Only these packages, not every installed one: a module the
+    candidate writes (into the temp dir, or a ``site-packages`` its user can write) is its own.
+    """
+    import sysconfig
+    from importlib.util import find_spec
+
+    packages: set[str] = set()
+    for name in LAUNCHER_PACKAGES:
+        try:
+            spec = find_spec(name)
+        except (ImportError, ValueError):
+            continue
+        packages.update(spec.submodule_search_locations or () if spec else ())
+    paths = sysconfig.get_paths()
+    stdlib = {paths[k] for k in ("stdlib", "platstdlib") if paths.get(k)}
+
+    def folders(roots: set[str]) -> tuple[str, ...]:
+        both = {r for root in roots for r in (root, os.path.realpath(root))}
+        return tuple(sorted(r.rstrip("/") + "/" for r in both))
+
+    return folders(packages), folders(stdlib)
+
+
+@functools.lru_cache(maxsize=4096)
+def _launcher_file(filename: str) -> bool:
+    """Is ``filename`` (a frame's ``co_filename``) code of the launcher, not of the candidate?"""
+    if filename.startswith("<"):
+        # frozen importlib, and Triton's binder (its generated source run by ``exec``): a
+        # candidate cannot make such a frame (``exec``, ``compile``, ``__code__`` fail statically)
+        return True
+    packages, stdlib = launcher_code_roots()
+    for name in {filename, os.path.realpath(filename)}:
+        if name.startswith(packages):
+            return True
+        if name.startswith(stdlib) and "-packages/" not in name:
+            return True
+    return False
+
+
 def _candidate_code_in_launch(state: LaunchState) -> bool:
-    """Is the candidate's own code on the stack between this op and the innermost launch?
+    """Does code other than the launcher's lie on the stack between this op and the launch?
 
     Triton runs the candidate's Python inside its launch: the grid callable, heuristics,
     autotune hooks, an argument's ``data_ptr``. Until 2026-12-03 every op inside a launch was
     the launcher's, so a grid callable doing ``torch.add(x, y, out=out)`` before a kernel that
-    did nothing passed guard (b) (``tests/verify/test_guards.py``).
+    did nothing passed guard (b). The first mend looked for frames of the candidate's file, and
+    the same grid callable in a module the candidate wrote at import passed again: now any frame
+    outside the launcher's packages makes the op the candidate's (``tests/verify/test_guards.py``).
     """
     if not state.candidate_files or not state.launch_frames:
         return False
     stop = state.launch_frames[-1]
     frame = sys._getframe(2)  # pyright: ignore[reportPrivateUsage]
     while frame is not None and frame is not stop:
-        if frame.f_code.co_filename in state.candidate_files:
+        name = frame.f_code.co_filename
+        if name in state.candidate_files or not _launcher_file(name):
             return True
         frame = frame.f_back
     return False

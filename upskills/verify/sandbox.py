@@ -410,6 +410,9 @@ def serve(mode: str, role: str) -> None:
         installed_prefixes()  # read before any candidate runs: one cannot add a folder to it
     else:
         import upskills.verify.candidate_host  # noqa: F401  # pyright: ignore[reportUnusedImport]
+        from upskills.verify.guards import launcher_code_roots
+
+        launcher_code_roots()  # read before any candidate runs: one cannot add a folder to it
     root = _prepare_candidate_root() if role == "candidate" else None
     if root is not None:  # compile caches the unprivileged candidate can write
         os.environ["TRITON_CACHE_DIR"] = str(root / "triton")
