@@ -22,6 +22,8 @@
 #   STABILITY=1      benchmarks/verifier_stability_probe.py: three checks of a 1M-element add after
 #                    each kind of predecessor check (pass, crash, timing-stage guard failure)
 #                    -> $OUT/stability_probe.json
+#   FLUSH=1          benchmarks/flush_bias.py: the same calls timed after the verifier's write
+#                    flush and after a read flush, interleaved -> $OUT/flush_bias.json
 #   ABLATE=1         upskills distill --ablate --device cuda over traces/corpus-live, resuming
 #                    from the committed ablation cache (carry .kb) -> $OUT/ablations.jsonl
 #   TESTS=1          the GPU test suite (-m gpu): untimed tests with 8 xdist workers, then the
@@ -45,6 +47,10 @@ mkdir -p "$UPSKILLS_CACHE_DIR"
 # here since: the unpacked folders replace the carried ones.
 if [ "${SESSIONS:-}" = tmp ] && [ -f /tmp/upskills-sessions.tgz ]; then
   tar xzf /tmp/upskills-sessions.tgz && echo "earlier calls' sessions unpacked"
+fi
+
+if [ "${FLUSH:-0}" = 1 ]; then
+  timeout 120 python3 benchmarks/flush_bias.py --out "$OUT/flush_bias.json"; echo "flush_bias exit $?"
 fi
 
 if [ -n "${ROUND:-}" ]; then

@@ -69,6 +69,9 @@ NCU_METRICS = (
     "dram__throughput.avg.pct_of_peak_sustained_elapsed",
     "sm__warps_active.avg.pct_of_peak_sustained_active",
     "launch__registers_per_thread",
+    "dram__bytes_read.sum",
+    "dram__bytes_write.sum",
+    "lts__t_sector_hit_rate.pct",
     *(_STALL.format(r) for r in STALL_REASONS),
 )
 """Metrics asked of ``ncu --metrics``."""
@@ -78,7 +81,11 @@ _SHORT = {
     "dram__throughput.avg.pct_of_peak_sustained_elapsed": "dram_throughput_pct",
     "sm__warps_active.avg.pct_of_peak_sustained_active": "achieved_occupancy_pct",
     "launch__registers_per_thread": "registers_per_thread",
+    "lts__t_sector_hit_rate.pct": "l2_hit_rate_pct",
 }
+_DRAM_BYTES = {"dram__bytes_read.sum": "dram_read_mb", "dram__bytes_write.sum": "dram_write_mb"}
+"""Byte counters summed over the kernels (not averaged), reported in MB."""
+_BYTE_UNITS = {"byte": 1.0, "kbyte": 1e3, "mbyte": 1e6, "gbyte": 1e9, "tbyte": 1e12}
 
 
 class Ceilings(BaseModel):
@@ -368,8 +375,10 @@ def parse_ncu_csv(text: str) -> dict[str, Any]:
     Returns:
         ``kernels`` (name, duration_us per kernel), ``duration_us`` (sum), the short-named
         throughputs (``memory_throughput_pct``, ``compute_throughput_pct``,
-        ``dram_throughput_pct``, ``achieved_occupancy_pct``, ``registers_per_thread``) and
-        ``top_stalls`` (``[{"reason", "cycles_per_issue"}]``); empty when no kernel row.
+        ``dram_throughput_pct``, ``achieved_occupancy_pct``, ``registers_per_thread``,
+        ``l2_hit_rate_pct``), the DRAM traffic summed over the kernels (``dram_read_mb``,
+        ``dram_write_mb``) and ``top_stalls`` (``[{"reason", "cycles_per_issue"}]``); empty
+        when no kernel row.
     """
     lines = text.splitlines()
     start = next((i for i, line in enumerate(lines) if line.startswith('"ID","Process ID"')), None)
@@ -385,6 +394,8 @@ def parse_ncu_csv(text: str) -> dict[str, Any]:
             unit = (row.get("Metric Unit") or "").lower()
             scale = {"nsecond": 1e-3, "usecond": 1.0, "msecond": 1e3, "second": 1e6}
             value *= scale.get(unit, 1e-3)
+        elif row["Metric Name"] in _DRAM_BYTES and isinstance(value, float):
+            value *= _BYTE_UNITS.get((row.get("Metric Unit") or "byte").lower(), 1.0)
         entry[row["Metric Name"]] = value
     if not per_kernel:
         return {}
@@ -410,6 +421,10 @@ def parse_ncu_csv(text: str) -> dict[str, Any]:
         value = weighted(metric)
         if value is not None:
             out[short] = value
+    for metric, short in _DRAM_BYTES.items():
+        values = [k[metric] for k in kernels if isinstance(k.get(metric), float)]
+        if values:
+            out[short] = round(sum(values) / 1e6, 3)
     stalls = [(r, weighted(_STALL.format(r))) for r in STALL_REASONS if r != "selected"]
     ranked = sorted(((r, v) for r, v in stalls if v), key=lambda rv: -rv[1])
     out["top_stalls"] = [{"reason": r, "cycles_per_issue": v} for r, v in ranked[:3]]
@@ -435,6 +450,7 @@ def run_ncu(
         kernel_file.write_text(source, encoding="utf-8")
         cmd = [
             ncu, "--clock-control", "none", "--target-processes", "all", "--csv",
+            "--print-units", "base",
             "--profile-from-start", "off", "--metrics", ",".join(NCU_METRICS),
             sys.executable, "-m", "upskills.verify.ncu_driver", str(task_file), str(kernel_file),
         ]  # fmt: skip
@@ -493,6 +509,24 @@ def profile_verdict(
     return rep
 
 
+def _traffic_line(n: dict[str, Any], min_bytes: int) -> list[str]:
+    """What DRAM really moved, against the minimum bytes: re-reads that missed L2 show here.
+
+    ncu flushes the caches before each replay, so reads start cold; output lines still dirty
+    in L2 when the kernel ends are not counted as written (a few tens of MB at most).
+    """
+    read, write = n.get("dram_read_mb"), n.get("dram_write_mb")
+    if not isinstance(read, float) or not isinstance(write, float):
+        return []
+    line = f"- DRAM traffic (ncu): {read:.3f} MB read, {write:.3f} MB written"
+    if min_bytes > 0:
+        line += f" ({(read + write) * 1e6 / min_bytes:.2f}x the minimum bytes)"
+    hit = n.get("l2_hit_rate_pct")
+    if isinstance(hit, float):
+        line += f"; L2 hit rate {hit:g}%"
+    return [line]
+
+
 def format_profile(rep: ProfileReport) -> str:
     """A profile report as a few lines for a model."""
     lines = [
@@ -530,6 +564,7 @@ def format_profile(rep: ProfileReport) -> str:
             if isinstance(n.get(key), float)
         ]
         lines.append(f"- ncu over {len(n.get('kernels', []))} kernel(s): " + ", ".join(parts))
+        lines += _traffic_line(n, rep.bytes)
         stalls = ", ".join(f"{s['reason']} {s['cycles_per_issue']:g}" for s in n["top_stalls"])
         if stalls:
             lines.append(f"- top warp stalls (cycles per issued instruction): {stalls}")

@@ -16,9 +16,16 @@ from __future__ import annotations
 import math
 import statistics
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, Literal
 
 from upskills.verify.verdict import Timing
+
+FlushMode = Literal["write", "read"]
+"""How the L2 is flushed before each timed call: ``write`` fills a buffer larger than L2 (the
+verifier's method: the L2 is left full of dirty lines, whose write-back to DRAM then happens
+inside the timed call), ``read`` reads one (the L2 is left full of clean lines: the write-back
+of whatever ran before happens during the flush, untimed). ``benchmarks/flush_bias.py`` measures
+the difference side by side."""
 
 L2_FLUSH_BYTES = 256 * 1024 * 1024
 """Bytes written before each timed call to evict the L2 cache."""
@@ -77,6 +84,7 @@ def time_cuda(
     min_reps: int = 50,
     target_s: float = 1.0,
     flush_bytes: int = L2_FLUSH_BYTES,
+    flush_mode: FlushMode = "write",
     before_each: Callable[[int], Any] | None = None,
     keep_last: int = 1,
     keep_at: Sequence[float] = (),
@@ -91,7 +99,8 @@ def time_cuda(
         warmup: Untimed calls first (compilation, autotuning, caches).
         min_reps: Minimum timed calls when they fit the time budget.
         target_s: Aim for about this much time in timed calls.
-        flush_bytes: Size of the buffer written before each call (L2 flush).
+        flush_bytes: Size of the buffer written (or read) before each call (L2 flush).
+        flush_mode: ``write`` (the default) or ``read``: see :data:`FlushMode`.
         before_each: Called (untimed, before the L2 flush) with the call's index; whatever it
             returns is paired with that call's output (e.g. which inputs it loaded).
         keep_last: How many of the last calls' outputs to return (kept alive meanwhile).
@@ -109,9 +118,16 @@ def time_cuda(
         timed calls (none with ``keep_at``), so the caller can check the timed calls computed
         the right thing.
     """
+    if flush_mode not in ("write", "read"):
+        raise ValueError(f"flush_mode is 'write' or 'read', not {flush_mode!r}")
     import torch
 
-    flush = torch.empty(flush_bytes // 4, dtype=torch.int32, device="cuda")
+    flush = torch.ones(flush_bytes // 4, dtype=torch.int32, device="cuda")
+    sink = torch.empty((), dtype=torch.int32, device="cuda")
+    if flush_mode == "write":
+        do_flush: Callable[[], Any] = lambda: flush.fill_(1)  # noqa: E731
+    else:
+        do_flush = lambda: torch.amax(flush, out=sink)  # noqa: E731
     last: list[tuple[Any, Any]] = []
     calls = 0
 
@@ -119,7 +135,7 @@ def time_cuda(
         nonlocal calls
         tag = before_each(calls) if before_each is not None else None
         calls += 1
-        ms, out = _timed_call(fn, flush)
+        ms, out = _timed_call(fn, do_flush)
         last.append((tag, out))
         del last[:-keep_last]
         return ms
@@ -151,7 +167,7 @@ def kept_calls(keep_at: Sequence[float], reps: int) -> list[int]:
     return sorted({min(reps - 1, max(0, int(f * reps))) for f in keep_at})
 
 
-def _timed_call(fn: Callable[[], Any], flush: Any) -> tuple[float, Any]:
+def _timed_call(fn: Callable[[], Any], flush: Callable[[], Any]) -> tuple[float, Any]:
     import torch
 
     stream = torch.cuda.current_stream()
@@ -161,7 +177,7 @@ def _timed_call(fn: Callable[[], Any], flush: Any) -> tuple[float, Any]:
     spin: Callable[[int], None] | None = getattr(torch.cuda, "_sleep", None)
     if HOST_CUSHION_CYCLES and spin is not None:
         spin(HOST_CUSHION_CYCLES)
-    flush.fill_(1)
+    flush()
     start.record(stream)
     out = fn()
     end.record(stream)
