@@ -924,6 +924,40 @@ def test_a_candidate_that_switches_off_the_input_perturbation_is_caught(add_task
     assert "perturb_inputs" in verdict.message
 
 
+NO_FLUSH = GOOD_ADD.replace("import torch\n", "import functools\n\nimport torch\n", 1).replace(
+    "    def forward(self, x, y):\n",
+    """    def forward(self, x, y):
+        # the same stack walk, up to a module that imported sys, then to the timer's module;
+        # the timer is not rebound (its identity stays) but its keyword defaults are edited in
+        # place: a 16-byte L2 flush would leave every timed call's inputs warm in L2
+        def reach(obj, *names):
+            return functools.reduce(getattr, names, obj)
+
+        try:
+            raise ValueError
+        except ValueError as e:
+            f = reach(e, "__tra" + "ceback__", "tb_" + "frame")
+        while f is not None:
+            g = reach(f, "f_" + "globals")
+            if "sys" in g:
+                mods = reach(g["sys"], "mod" + "ules")
+                name = next(k for k in list(mods) if k.endswith("ify.tim" + "ing"))
+                timer = reach(mods[name], "time_" + "cuda")
+                reach(timer, "__kwdef" + "aults__")["flush_" + "bytes"] = 16
+                break
+            f = reach(f, "f_" + "back")
+""",
+)
+
+
+def test_a_candidate_that_edits_the_timers_defaults_in_place_is_caught(add_task, cpu_verifier):
+    """Guard (d) compares more than identities: a function of the verifier's own modules whose
+    defaults (or code) changed in place is a patched function too."""
+    verdict = cpu_verifier.check(add_task, NO_FLUSH)
+    assert not verdict.passed and verdict.guard == "library_patch", verdict.message
+    assert "time_cuda" in verdict.message
+
+
 SLOW_HOST_ADD = GOOD_ADD.replace(
     "    def forward(self, x, y):\n",
     "    calls = 0\n\n    def forward(self, x, y):\n"

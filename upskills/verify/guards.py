@@ -505,24 +505,64 @@ def _attrs(space: object) -> Mapping[str, Any]:
     return vars(space)
 
 
+def _fingerprint(value: Any) -> tuple[int, ...]:
+    """What makes a callable the one it was.
+
+    Its identity and, for a Python function (or a method, static or class method wrapping one),
+    its code and defaults. A function edited in place (``__code__`` swapped, ``__kwdefaults__``
+    rewritten) keeps its identity; these change.
+    """
+    func = value
+    try:
+        func = getattr(value, "__func__", value)
+        code = getattr(func, "__code__", None)
+        defaults: tuple[Any, ...] = getattr(func, "__defaults__", None) or ()
+        kwdefaults: dict[str, Any] = getattr(func, "__kwdefaults__", None) or {}
+    except Exception:  # noqa: BLE001 - an odd object's attribute hook: identity alone
+        return (id(value),)
+    if code is None:
+        return (id(value),)
+    kw = sorted((hash(k), id(v)) for k, v in kwdefaults.items())
+    flat_kw = (x for kv in kw for x in kv)
+    return (id(value), id(func), id(code), *(id(d) for d in defaults), -1, *flat_kw)
+
+
+def _watched(value: Any) -> bool:
+    """A callable, or a static/class method object wrapping one."""
+    try:
+        return callable(value) or hasattr(value, "__func__")
+    except Exception:  # noqa: BLE001 - an attribute hook that raises: not ours to judge
+        return False
+
+
 class LibrarySnapshot:
-    """Identities of library attributes (timers, synchronize, comparisons) at a point in time."""
+    """Fingerprints of library attributes (timers, synchronize, comparisons) at a point in time.
+
+    A rebinding changes the identity, an edit in place the code or defaults (:func:`_fingerprint`).
+    """
 
     def __init__(self) -> None:
         self._spaces = _watched_namespaces()
-        self._ids = {
-            name: {key: id(value) for key, value in list(_attrs(space).items()) if callable(value)}
+        self._prints = {
+            name: {
+                key: _fingerprint(value)
+                for key, value in list(_attrs(space).items())
+                if _watched(value)
+            }
             for name, space in self._spaces.items()
         }
 
     def changed(self) -> list[str]:
-        """Dotted names whose value is no longer the one snapshotted (new names are ignored)."""
+        """Dotted names whose value was replaced or edited in place (new names are ignored)."""
         out: list[str] = []
         for name, space in self._spaces.items():
             now = _attrs(space)
-            for key, ident in self._ids[name].items():
-                if key not in now or id(now[key]) != ident:
+            for key, print_ in self._prints[name].items():
+                if key not in now:
                     out.append(f"{name}.{key}")
+                elif _fingerprint(now[key]) != print_:
+                    edited = id(now[key]) == print_[0]
+                    out.append(f"{name}.{key}" + (" (edited in place)" if edited else ""))
         return out
 
 
