@@ -134,6 +134,9 @@ def row_from(row: dict[str, Any], verdict: dict[str, Any]) -> dict[str, Any]:
         "stage_seconds": verdict.get("stage_seconds"),
     }
     recorded = row.get("recorded_speedup")
+    if timing.get("flush", "write") != "write":
+        # every recorded verdict was timed after the write flush: another method, not compared
+        recorded = None
     if new and recorded:
         row["ratio"] = round(new / recorded, 4)
         row["within_5pct"] = abs(new / recorded - 1) <= 0.05
@@ -154,13 +157,15 @@ def recheck_batch(
     timing: bool = True,
     fresh: frozenset[str] = frozenset(),
     device: str = "cuda",
+    flush: str = "write",
 ) -> Iterator[dict[str, Any]]:
     """Re-check these sessions' final kernels on ``gpu``, one ``upskills check --batch`` process.
 
     One verifier judges them one after another (its worker processes start once, not once a
     kernel); each check still runs in fresh forked children. ``fresh``: task names (or
     ``all``) whose baselines are timed again beside the kernel (``--fresh-baselines``).
-    Rows come as the verdicts do.
+    ``flush``: the L2 flush before each timed call (``upskills check --flush``), kept in the
+    rows. Rows come as the verdicts do.
     """
     with tempfile.TemporaryDirectory() as tmp:
         rows: dict[str, dict[str, Any]] = {}
@@ -175,6 +180,8 @@ def recheck_batch(
             again = timing and ("all" in fresh or row["task"] in fresh)
             if again:
                 row["fresh_baselines"] = True
+            if timing:
+                row["flush"] = flush
             rows[folder.name] = row
             entries.append(
                 {"key": folder.name, "task": spec, "candidate": str(kernel)}
@@ -185,7 +192,7 @@ def recheck_batch(
         batch = Path(tmp) / "batch.jsonl"
         batch.write_text("".join(json.dumps(e) + "\n" for e in entries), encoding="utf-8")
         cmd = [sys.executable, "-m", "upskills", "check", "--batch", str(batch)]
-        cmd += ["--device", device, "--json", "--timeout", str(timeout)]
+        cmd += ["--device", device, "--json", "--timeout", str(timeout), "--flush", flush]
         if not timing:
             cmd += ["--seeds", "1"]
         env = dict(os.environ, CUDA_VISIBLE_DEVICES=gpu)
@@ -226,6 +233,12 @@ def main() -> int:
         default="",
         help="tasks (comma-separated, or all) whose baselines are timed again in the check",
     )
+    ap.add_argument(
+        "--flush",
+        choices=("write", "read"),
+        default="write",
+        help="how L2 is flushed before each timed call (upskills check --flush)",
+    )
     args = ap.parse_args()
     fresh = frozenset(args.fresh_baselines.split(",")) - {""}
     if args.gpus:
@@ -263,7 +276,9 @@ def main() -> int:
     rows: list[dict[str, Any]] = []
 
     def one_gpu(i: int) -> None:  # timed: one batch per GPU, so no two timings share a GPU
-        for row in recheck_batch(folders[i :: len(gpus)], gpus[i], args.timeout, fresh=fresh):
+        for row in recheck_batch(
+            folders[i :: len(gpus)], gpus[i], args.timeout, fresh=fresh, flush=args.flush
+        ):
             with lock:
                 rows.append(row)
                 with open(args.out, "a", encoding="utf-8") as fh:

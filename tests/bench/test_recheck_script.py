@@ -81,6 +81,28 @@ def test_recheck_runs_upskills_check_batch_and_compares_speedups(tmp_path, monke
     assert entries[0]["fresh_baselines"] is False and "fresh_baselines" not in untimed[0]
 
 
+def test_a_recheck_after_a_read_flush_says_so_and_claims_no_reproduction(tmp_path, monkeypatch):
+    mod = load_script("recheck")
+    folder = _session(tmp_path / "row_sum-s2")
+    cmds: list[list[str]] = []
+
+    def fake_batch(cmd, env):  # noqa: ANN001, ANN202 - stands in for the GPU process
+        cmds.append(cmd)
+        verdict = {
+            "passed": True,
+            "speedup_eager": 1.71,
+            "timing": {"median_ms": 0.1, "flush": "read"},
+            "candidate_hash": "h2",
+        }
+        yield json.dumps({"key": "row_sum-s2", "verdict": verdict}) + "\n"
+
+    monkeypatch.setattr(mod, "batch_lines", fake_batch)
+    (row,) = mod.recheck_batch([folder], "0", 60.0, flush="read")
+    assert cmds[0][cmds[0].index("--flush") + 1] == "read"
+    assert row["flush"] == "read" and row["recorded_speedup"] == 1.7
+    assert "ratio" not in row and "within_5pct" not in row  # recorded after the write flush
+
+
 def test_a_batch_that_stops_early_leaves_an_error_row_per_unjudged_kernel(tmp_path, monkeypatch):
     mod = load_script("recheck")
     a, b = _session(tmp_path / "row_sum-s2"), _session(tmp_path / "row_sum-s4")

@@ -622,3 +622,24 @@ def test_a_recheck_without_a_ratio_is_compared_with_the_latest_benchmark():
     use_recheck(row, recheck, None, [new, old])  # given the other way round: old is latest
     assert row.recheck_ratio == pytest.approx(0.2071 / 0.1844, rel=1e-3)
     assert any("re-check 1.123 of the recorded speedup" in n for n in row.notes)
+
+
+def test_a_recheck_after_another_flush_is_not_compared_with_the_recorded_speedup():
+    """A re-check timed after a read flush measures another thing than the recorded verdict
+    (timed after the write flush): its times are used, its ratio is not counted either way."""
+    from upskills.report.corpus import TaskRow
+    from upskills.report.corpus_recheck import Recheck, use_recheck
+
+    t = load_task("gemm_fp16")
+    recorded = _verdict(t, "b", ms=0.1846, eager_ms=0.19, compile_ms=0.19)
+    assert recorded.timing is not None and recorded.timing.flush == "write"
+    row = TaskRow(task="gemm_fp16", task_hash=t.hash, final_kernel="b")
+    read = Recheck(
+        candidate_hash="b", passed=True, median_ms=0.16, speedup=1.1, ratio=1.07, flush="read"
+    )
+    use_recheck(row, read, None, [recorded])
+    assert row.recheck_ratio is None and row.median_ms == pytest.approx(0.16)
+    assert any("not compared" in n for n in row.notes)
+    row = TaskRow(task="gemm_fp16", task_hash=t.hash, final_kernel="b")
+    use_recheck(row, read.model_copy(update={"flush": "write"}), None, [recorded])
+    assert row.recheck_ratio == pytest.approx(1.07)  # the same method: compared

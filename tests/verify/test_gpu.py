@@ -77,6 +77,23 @@ def test_fresh_baselines_are_timed_beside_the_kernel_and_not_cached(cuda_verifie
     assert lookup_baseline(first.gpu or "", first.env["torch"], add_task.hash) == cached
 
 
+def test_a_read_flush_is_recorded_and_its_baselines_cached_apart(cuda_verifier, add_task):
+    from upskills.verify import CheckOptions
+    from upskills.verify.baselines import lookup_baseline
+
+    write = cuda_verifier.check(add_task, GOOD_ADD)
+    read = cuda_verifier.check(add_task, GOOD_ADD, CheckOptions(seeds=1, flush="read"))
+    assert write.passed and read.passed, (write.message, read.message)
+    assert write.timing is not None and write.timing.flush == "write"
+    assert read.timing is not None and read.timing.flush == "read"
+    assert "flushed by a read" in read.message and "flushed by a" not in write.message
+    assert read.baselines["eager"].flush == "read" == read.baselines["compile"].flush
+    gpu, torch_version = read.gpu or "", read.env["torch"]
+    cached = lookup_baseline(gpu, torch_version, add_task.hash, flush="read")
+    assert cached is not None and cached.eager == read.baselines["eager"]
+    assert lookup_baseline(gpu, torch_version, add_task.hash) != cached
+
+
 # a correct add only in a process that is not root's: it passes where the judge (root) ran it
 # as another user, and fails where the candidate shared the judge's user
 ADD_ONLY_AS_ANOTHER_USER = GOOD_ADD.replace(

@@ -54,6 +54,41 @@ def _timing(ms: float) -> Timing:
     return Timing(median_ms=ms, p10_ms=ms, p90_ms=ms, mean_ms=ms, reps=50, spread=0.0)
 
 
+def test_baselines_timed_after_a_read_flush_are_cached_apart(tmp_path, monkeypatch):
+    """The write flush's keys are the old ones (entries cached before the choice stay valid); a
+    read flush's baselines have keys of their own, so neither is compared with the other's."""
+    monkeypatch.setenv("UPSKILLS_CACHE_DIR", str(tmp_path))
+    assert baseline_key("G", "2.11", "abc") == "G|2.11|abc"
+    assert baseline_key("G", "2.11", "abc", "read") == "G|2.11|abc|flush=read"
+    write = BaselineEntry(task="t", task_hash="abc", gpu="G", torch="2.11", eager=_timing(2.0))
+    store_baseline(write)
+    assert lookup_baseline("G", "2.11", "abc", flush="read") is None  # a miss: measured anew
+    read = write.model_copy(update={"eager": _timing(1.8), "flush": "read"})
+    store_baseline(read)
+    got_write, got_read = (
+        lookup_baseline("G", "2.11", "abc"),
+        lookup_baseline("G", "2.11", "abc", flush="read"),
+    )
+    assert got_write is not None and got_write.eager is not None
+    assert got_read is not None and got_read.eager is not None
+    assert (got_write.eager.median_ms, got_read.eager.median_ms) == (2.0, 1.8)
+
+
+def test_the_flush_is_an_option_and_a_verdict_field_that_old_verdicts_lack():
+    assert CheckOptions(flush="read").flush == "read"
+    with pytest.raises(ValueError):
+        CheckOptions(flush="none")  # type: ignore[arg-type]
+    old = {"median_ms": 1.0, "p10_ms": 1.0, "p90_ms": 1.0, "mean_ms": 1.0, "reps": 5, "spread": 0}
+    assert Timing.model_validate(old).flush == "write"  # every verdict before the choice
+
+
+def test_time_cuda_refuses_an_unknown_flush_before_touching_the_gpu():
+    from upskills.verify.timing import time_cuda
+
+    with pytest.raises(ValueError, match="flush_mode"):
+        time_cuda(lambda: None, flush_mode="none")  # type: ignore[arg-type]
+
+
 def test_user_cache_roundtrip(tmp_path, monkeypatch):
     monkeypatch.setenv("UPSKILLS_CACHE_DIR", str(tmp_path))
     assert user_cache_path() == tmp_path / "baselines.json"
@@ -184,7 +219,7 @@ def _verifier_measuring(result: dict | None) -> tuple[Verifier, list[str]]:
     verifier.device = "cuda"
     calls: list[str] = []
 
-    def measure(task, timeout_s=0.0):  # noqa: ANN001, ANN202 - stands in for the CUDA child
+    def measure(task, timeout_s=0.0, flush="write"):  # noqa: ANN001, ANN202 - the CUDA child
         calls.append(task.name)
         return JobOutcome(result, False, 0, "", 0.1)
 
@@ -252,4 +287,8 @@ def test_check_cli_passes_fresh_baselines_on(monkeypatch, tmp_path):
     kernel.write_text("class ModelNew: pass\n")
     CliRunner().invoke(cli, ["row_sum", str(kernel), "--fresh-baselines"])
     CliRunner().invoke(cli, ["row_sum", str(kernel)])
-    assert [o.fresh_baselines for o in seen] == [True, False]
+    CliRunner().invoke(cli, ["row_sum", str(kernel), "--flush", "read"])
+    assert [o.fresh_baselines for o in seen] == [True, False, False]
+    assert [o.flush for o in seen] == ["write", "write", "read"]
+    bad = CliRunner().invoke(cli, ["row_sum", str(kernel), "--flush", "none"])
+    assert bad.exit_code == 2 and len(seen) == 3  # refused before any check

@@ -86,6 +86,14 @@ class CheckError(click.ClickException):
     "instead of reading the baseline cache.",
 )
 @click.option(
+    "--flush",
+    type=click.Choice(["write", "read"]),
+    default="write",
+    show_default=True,
+    help="How L2 is flushed before each timed call, the baselines' too: write a 256 MiB buffer "
+    "(its dirty lines' write-back lands in the timed call) or read one (L2 left clean).",
+)
+@click.option(
     "--timeout",
     type=click.FloatRange(min=1),
     default=120.0,
@@ -125,6 +133,7 @@ def cli(
     seeds: int,
     no_timing: bool,
     fresh_baselines: bool,
+    flush: str,
     timeout: float,
     variants: tuple[str, ...],
     seed: int | None,
@@ -147,6 +156,7 @@ def cli(
         seeds=seeds,
         timing=not no_timing,
         fresh_baselines=fresh_baselines,
+        flush="read" if flush == "read" else "write",
         timeout_s=timeout,
         variants=list(variants) or None,
         seed=seed,

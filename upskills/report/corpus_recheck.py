@@ -43,6 +43,9 @@ class Recheck(BaseModel):
     ratio: float | None = None
     """Its speedup vs eager over the one recorded for the kernel in the trace (its benchmark
     verdict); None when the trace recorded none."""
+    flush: str = "write"
+    """How L2 was flushed before its timed calls (``upskills check --flush``); rows from before
+    the choice were all timed after the write flush."""
 
 
 def load_rechecks(file: str | Path) -> dict[str, Recheck]:
@@ -87,6 +90,7 @@ def use_recheck(
     suspect.
     """
     benchmarked = benchmarks[-1].speedup_eager if benchmarks else None
+    recorded = benchmarks[-1].timing if benchmarks else None
     if recheck is None:
         return
     if not recheck.passed or recheck.median_ms is None:
@@ -94,6 +98,13 @@ def use_recheck(
         return
     row.times_from, row.median_ms = "recheck", recheck.median_ms
     row.recheck_ratio = recheck.ratio
+    recorded_flush = recorded.flush if recorded is not None else "write"
+    if recheck.flush != recorded_flush:  # another method, not a reproduction: not compared
+        row.recheck_ratio, benchmarked = None, None
+        row.notes.append(
+            f"re-checked after a {recheck.flush} flush, recorded after a {recorded_flush} "
+            "flush: its speedup is not compared with the recorded one"
+        )
     if row.recheck_ratio is None and benchmarked and recheck.speedup:
         row.recheck_ratio = round(recheck.speedup / benchmarked, 4)
         row.notes.append(

@@ -46,6 +46,8 @@ class BaselineEntry(BaseModel):
     """Why a baseline is missing (e.g. torch.compile failed)."""
     measured_at: str = ""
     """UTC time of the measurement (ISO 8601)."""
+    flush: Literal["write", "read"] = "write"
+    """How L2 was flushed before each timed call (part of the cache key when ``read``)."""
 
 
 class BaselineFile(BaseModel):
@@ -59,9 +61,14 @@ class BaselineFile(BaseModel):
     """``gpu|torch|task_hash`` -> entry."""
 
 
-def baseline_key(gpu: str, torch_version: str, task_hash: str) -> str:
-    """The cache key of a baseline."""
-    return f"{gpu}|{torch_version}|{task_hash}"
+def baseline_key(gpu: str, torch_version: str, task_hash: str, flush: str = "write") -> str:
+    """The cache key of a baseline.
+
+    The write flush's keys are those from before there was a choice, so the entries already
+    cached stay valid; a read flush's carry ``|flush=read``.
+    """
+    key = f"{gpu}|{torch_version}|{task_hash}"
+    return key if flush == "write" else f"{key}|flush={flush}"
 
 
 def user_cache_path() -> Path:
@@ -119,13 +126,18 @@ class CacheSnapshot:
 
 
 def lookup_baseline(
-    gpu: str, torch_version: str, task_hash: str, cached: CacheSnapshot | None = None
+    gpu: str,
+    torch_version: str,
+    task_hash: str,
+    cached: CacheSnapshot | None = None,
+    flush: str = "write",
 ) -> BaselineEntry | None:
     """The shipped entry for this key, else the user-cached one, else None.
 
     ``cached``: both files as a snapshot took them earlier, read instead of the files now.
+    ``flush``: the L2 flush the baselines must have been timed with.
     """
-    key = baseline_key(gpu, torch_version, task_hash)
+    key = baseline_key(gpu, torch_version, task_hash, flush)
     entry = shipped_baselines(cached.shipped if cached else None).entries.get(key)
     if entry is not None:
         return entry
@@ -182,7 +194,7 @@ def store_baseline(entry: BaselineEntry, path: Path | None = None) -> Path:
         data = BaselineFile()
     # a judge stores only on a miss: an entry that was already in its snapshot is not
     # rewritten by judges (two judges missing the same key at once is the one race)
-    data.entries[baseline_key(entry.gpu, entry.torch, entry.task_hash)] = entry
+    data.entries[baseline_key(entry.gpu, entry.torch, entry.task_hash, entry.flush)] = entry
     _write(path, data)
     return path
 
@@ -198,7 +210,8 @@ def measure_baselines(payload: dict[str, Any]) -> dict[str, Any]:
     """Time the reference eagerly and under ``torch.compile`` (runs in a CUDA child).
 
     Args:
-        payload: ``task`` (a Task dict) and ``variant`` (the main variant's name).
+        payload: ``task`` (a Task dict), ``variant`` (the main variant's name) and optionally
+            ``flush`` (``write`` or ``read``: :data:`upskills.verify.timing.FlushMode`).
 
     Returns:
         A :class:`BaselineEntry` as a dict.
@@ -211,6 +224,7 @@ def measure_baselines(payload: dict[str, Any]) -> dict[str, Any]:
 
     task = Task.model_validate(payload["task"])
     variant = payload["variant"]
+    flush = payload.get("flush", "write")
     module = load_reference(task, variant)
     init_inputs = build_init_inputs(module, "cuda", 0)
     model = build_module(module.Model, init_inputs, "cuda", 0)
@@ -222,12 +236,13 @@ def measure_baselines(payload: dict[str, Any]) -> dict[str, Any]:
         torch=torch.__version__,
         variant=variant,
         measured_at=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        flush=flush,
     )
     with torch.no_grad():
-        entry.eager = time_cuda(lambda: model(*inputs))[0]
+        entry.eager = time_cuda(lambda: model(*inputs), flush_mode=flush)[0]
         try:
             compiled = torch.compile(model)  # pyright: ignore[reportUnknownMemberType]
-            entry.compile = time_cuda(lambda: compiled(*inputs), warmup=5)[0]
+            entry.compile = time_cuda(lambda: compiled(*inputs), warmup=5, flush_mode=flush)[0]
         except Exception as exc:  # noqa: BLE001 - a compile failure loses one baseline only
             entry.error = f"torch.compile failed: {type(exc).__name__}: {str(exc)[:500]}"
     return entry.model_dump(mode="json")

@@ -79,6 +79,7 @@ class TimingRequests:
                     keep_at=req.keep_at,
                     on_kept=kept,
                     max_reps=req.max_reps,
+                    flush_mode=req.flush,
                     target_s=req.target_ms / 1000.0,
                     times_out=times,
                 )

@@ -17,7 +17,7 @@ import random
 import socket
 import time
 from dataclasses import dataclass, field
-from typing import Any, cast
+from typing import Any, Literal, cast
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -73,6 +73,7 @@ class JudgeJob(BaseModel):
     random_shape: bool = True
     timing: bool = True
     perturb_timing: bool = True
+    flush: Literal["write", "read"] = "write"
     timeout_s: float
     share_with_others: bool = False
     """Shared-memory files readable by another user (the candidate runs as ``nobody``)."""

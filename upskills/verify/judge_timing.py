@@ -94,6 +94,7 @@ def time_main(judge: Judge, prepared: Prepared) -> None:
             target_ms=1000.0,
             keep_at=keep_at,
             perturb=perturb,
+            flush=judge.job.flush,
         )
     )
     wall_ms = (time.monotonic() - t1) * 1000.0
@@ -135,7 +136,7 @@ def time_main(judge: Judge, prepared: Prepared) -> None:
             f"{wall_ms:.1f} ms of the judge's clock",
             guard="clock",
         )
-    timing = summarize(times)
+    timing = summarize(times).model_copy(update={"flush": judge.job.flush})
     clock_check(judge, timing, wires[0], refs[0], bulk_bufs, (prepared, shared[0]))
     judge.result.timing = timing
     judge.result.timing_status = "measured"

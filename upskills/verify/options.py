@@ -32,6 +32,11 @@ class CheckOptions(BaseModel):
     """Give every timed call inputs of its own (:mod:`upskills.verify.perturb`), so no result
     cached by input values is timed. Off only to measure what the perturbation itself costs
     (``benchmarks/verifier_bench.py``): a verdict timed without it can be fooled."""
+    flush: Literal["write", "read"] = "write"
+    """How L2 is flushed before each timed call, the candidate's and the baselines' alike
+    (:data:`upskills.verify.timing.FlushMode`). ``write`` (the default, and every shipped
+    verdict's) charges the call the write-back of the flush's dirty lines; ``read`` leaves L2
+    clean. Baselines are cached per flush."""
     seed: int | None = Field(default=None, ge=0)
     """The check's seed (replay a verdict); None draws a fresh one per check."""
     random_shape: bool = True

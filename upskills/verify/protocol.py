@@ -176,6 +176,8 @@ class TimeRun(_Message):
     perturb: list[int] = []
     """The i-th call's inputs are perturbed with seed ``perturb[i % len]`` after loading
     (:mod:`upskills.verify.perturb`); empty: not perturbed."""
+    flush: Literal["write", "read"] = "write"
+    """How L2 is flushed before each timed call (:data:`upskills.verify.timing.FlushMode`)."""
 
 
 class Bulk(_Message):

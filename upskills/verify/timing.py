@@ -159,7 +159,7 @@ def time_cuda(
         last = []
     if times_out is not None:
         times_out.extend(times)
-    return summarize(times), last
+    return summarize(times).model_copy(update={"flush": flush_mode}), last
 
 
 def kept_calls(keep_at: Sequence[float], reps: int) -> list[int]:

@@ -111,6 +111,9 @@ class Timing(BaseModel):
     clock_ms: float | None = None
     """Per call over back-to-back calls on the judge's own clock (the clock check; CUDA-graph
     replays when the calls were host-bound), beside the events' median; None for baselines."""
+    flush: Literal["write", "read"] = "write"
+    """How L2 was flushed before each timed call (:data:`upskills.verify.timing.FlushMode`):
+    ``write`` leaves dirty lines whose write-back the call pays for, ``read`` clean ones."""
 
 
 class Verdict(BaseModel):

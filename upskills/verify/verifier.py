@@ -270,6 +270,7 @@ class Verifier:
             random_shape=options.random_shape,
             timing=options.timing,
             perturb_timing=options.perturb_timing,
+            flush=options.flush,
             timeout_s=options.timeout_s,
             share_with_others=sandbox_user_differs(),
             candidate_parent=self.candidates.pid(),
@@ -290,7 +291,7 @@ class Verifier:
         if options.fresh_baselines and options.timing and options.baselines:
             # timed before the candidate runs: nothing it leaves behind can slow them
             t0 = time.monotonic()
-            fresh = self.fresh_baseline(task)
+            fresh = self.fresh_baseline(task, options.flush)
             verdict.stage_seconds["baselines"] = round(time.monotonic() - t0, 4)
         cache_before = snapshot_cache() if self.device == "cuda" else None
         self.package.refresh()
@@ -308,7 +309,12 @@ class Verifier:
             self._cache_guard(verdict, cache_before, display)
         if verdict.passed and verdict.timing is not None and options.baselines:
             self._speedups(
-                verdict, task, cache_before, fresh=options.fresh_baselines, fresh_entry=fresh
+                verdict,
+                task,
+                cache_before,
+                fresh=options.fresh_baselines,
+                fresh_entry=fresh,
+                flush=options.flush,
             )
 
     def _package_guard(self, verdict: Verdict, display: str) -> None:
@@ -411,6 +417,7 @@ class Verifier:
         *,
         fresh: bool = False,
         fresh_entry: Any = None,
+        flush: str = "write",
     ) -> None:
         """Speedups of a timed verdict against the cached baselines.
 
@@ -424,7 +431,7 @@ class Verifier:
         else:
             t0 = time.monotonic()
             entry = self.baseline(
-                task, verdict.env.get("gpu", ""), verdict.env.get("torch", ""), cached
+                task, verdict.env.get("gpu", ""), verdict.env.get("torch", ""), cached, flush
             )
             # a cache miss measures them here (torch.compile included): the check's costliest step
             verdict.stage_seconds["baselines"] = round(time.monotonic() - t0, 4)
@@ -443,37 +450,47 @@ class Verifier:
             verdict.message += f", {verdict.speedup_compile:.2f}x vs torch.compile"
         if fresh and verdict.speedup_eager is not None:
             verdict.message += " (baselines timed in this check)"
+        if flush != "write" and verdict.speedup_eager is not None:
+            verdict.message += f" (L2 flushed by a {flush} before each timed call)"
 
-    def baseline(self, task: Task, gpu: str, torch_version: str, cached: Any = None) -> Any:
+    def baseline(
+        self, task: Task, gpu: str, torch_version: str, cached: Any = None, flush: str = "write"
+    ) -> Any:
         """The cached baseline entry for ``task`` on this GPU, measuring it on a miss.
 
         ``cached``: the user cache as it was before the candidate ran (what it may have
-        written since is not read).
+        written since is not read). ``flush``: the L2 flush they are timed with.
         """
         from upskills.verify.baselines import lookup_baseline, store_baseline
 
-        entry = lookup_baseline(gpu, torch_version, task.hash, cached) if gpu else None
+        entry = lookup_baseline(gpu, torch_version, task.hash, cached, flush) if gpu else None
         if entry is not None:
             return entry
-        entry = self.fresh_baseline(task)
+        entry = self.fresh_baseline(task, flush)
         if entry is not None:
             store_baseline(entry)
         return entry
 
-    def fresh_baseline(self, task: Task) -> Any:
+    def fresh_baseline(self, task: Task, flush: str = "write") -> Any:
         """Baselines of ``task`` timed now (CUDA only), not cached; None when they fail."""
         from upskills.verify.baselines import BaselineEntry
 
         if self.device != "cuda":
             return None
-        outcome = self.measure_baseline(task)
+        outcome = self.measure_baseline(task, flush=flush)
         if outcome.result is None or "internal_error" in outcome.result:
             return None
         return BaselineEntry.model_validate(outcome.result)
 
-    def measure_baseline(self, task: Task, timeout_s: float = BASELINE_TIMEOUT_S) -> JobOutcome:
+    def measure_baseline(
+        self, task: Task, timeout_s: float = BASELINE_TIMEOUT_S, flush: str = "write"
+    ) -> JobOutcome:
         """Measure eager and torch.compile baselines of ``task`` in a child (CUDA only)."""
-        payload = {"task": task.model_dump(mode="json"), "variant": task.main_variant().name}
+        payload = {
+            "task": task.model_dump(mode="json"),
+            "variant": task.main_variant().name,
+            "flush": flush,
+        }
         return self.zygote.run("baseline", payload, timeout_s)
 
 
