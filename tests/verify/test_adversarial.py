@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import shutil
 import tempfile
+import textwrap
 from pathlib import Path
 
 import pytest
@@ -893,12 +894,15 @@ def test_a_result_cached_on_the_gpu_by_input_values_gains_nothing(add_task):
     )
 
 
-UNPERTURB = GOOD_ADD.replace("import torch\n", "import functools\n\nimport torch\n", 1).replace(
-    "    def forward(self, x, y):\n",
-    """    def forward(self, x, y):
-        # a stack walk the static check does not see (getattr passed to reduce, built names),
-        # up to the candidate host's module, then into the timing code's globals: the timed
-        # calls' input perturbation becomes a no-op, so a value-keyed cache would hit again
+def _stack_walker(comment: str, on_frame: str) -> str:
+    """GOOD_ADD whose forward walks up its callers' frames (a stack walk the static check does
+    not see: getattr passed to reduce, built names) and runs ``on_frame`` (code using ``g``, the
+    frame's globals, and ``reach``) at each."""
+    body = textwrap.indent(textwrap.dedent(on_frame).strip("\n"), " " * 12)
+    return GOOD_ADD.replace("import torch\n", "import functools\n\nimport torch\n", 1).replace(
+        "    def forward(self, x, y):\n",
+        f"""    def forward(self, x, y):
+        # {comment}
         def reach(obj, *names):
             return functools.reduce(getattr, names, obj)
 
@@ -908,11 +912,21 @@ UNPERTURB = GOOD_ADD.replace("import torch\n", "import functools\n\nimport torch
             f = reach(e, "__tra" + "ceback__", "tb_" + "frame")
         while f is not None:
             g = reach(f, "f_" + "globals")
-            if "TimingRequests" in g:
-                run = reach(g["TimingRequests"], "time_" + "run", "__glob" + "als__")
-                run["perturb_" + "inputs"] = print
+{body}
             f = reach(f, "f_" + "back")
 """,
+    )
+
+
+# up to the candidate host's module, then into the timing code's globals: the timed calls'
+# input perturbation becomes a no-op, so a value-keyed cache would hit again
+UNPERTURB = _stack_walker(
+    "into the timing code's globals: the input perturbation becomes a no-op",
+    """
+    if "TimingRequests" in g:
+        run = reach(g["TimingRequests"], "time_" + "run", "__glob" + "als__")
+        run["perturb_" + "inputs"] = print
+    """,
 )
 
 
@@ -924,29 +938,19 @@ def test_a_candidate_that_switches_off_the_input_perturbation_is_caught(add_task
     assert "perturb_inputs" in verdict.message
 
 
-NO_FLUSH = GOOD_ADD.replace("import torch\n", "import functools\n\nimport torch\n", 1).replace(
-    "    def forward(self, x, y):\n",
-    """    def forward(self, x, y):
-        # the same stack walk, up to a module that imported sys, then to the timer's module;
-        # the timer is not rebound (its identity stays) but its keyword defaults are edited in
-        # place: a 16-byte L2 flush would leave every timed call's inputs warm in L2
-        def reach(obj, *names):
-            return functools.reduce(getattr, names, obj)
-
-        try:
-            raise ValueError
-        except ValueError as e:
-            f = reach(e, "__tra" + "ceback__", "tb_" + "frame")
-        while f is not None:
-            g = reach(f, "f_" + "globals")
-            if "sys" in g:
-                mods = reach(g["sys"], "mod" + "ules")
-                name = next(k for k in list(mods) if k.endswith("ify.tim" + "ing"))
-                timer = reach(mods[name], "time_" + "cuda")
-                reach(timer, "__kwdef" + "aults__")["flush_" + "bytes"] = 16
-                break
-            f = reach(f, "f_" + "back")
-""",
+# up to a module that imported sys, then to the timer's module; the timer is not rebound (its
+# identity stays) but its keyword defaults are edited in place: a 16-byte L2 flush would leave
+# every timed call's inputs warm in L2
+NO_FLUSH = _stack_walker(
+    "the timer's keyword defaults edited in place: no L2 flush",
+    """
+    if "sys" in g:
+        mods = reach(g["sys"], "mod" + "ules")
+        name = next(k for k in list(mods) if k.endswith("ify.tim" + "ing"))
+        timer = reach(mods[name], "time_" + "cuda")
+        reach(timer, "__kwdef" + "aults__")["flush_" + "bytes"] = 16
+        break
+    """,
 )
 
 
