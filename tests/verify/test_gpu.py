@@ -82,7 +82,9 @@ def test_a_read_flush_is_recorded_and_its_baselines_cached_apart(cuda_verifier, 
     from upskills.verify.baselines import lookup_baseline
 
     write = cuda_verifier.check(add_task, GOOD_ADD)
-    read = cuda_verifier.check(add_task, GOOD_ADD, CheckOptions(seeds=1, flush="read"))
+    read = cuda_verifier.check(
+        add_task, GOOD_ADD, CheckOptions(seeds=1, timeout_s=300, flush="read")
+    )
     assert write.passed and read.passed, (write.message, read.message)
     assert write.timing is not None and write.timing.flush == "write"
     assert read.timing is not None and read.timing.flush == "read"
