@@ -85,7 +85,7 @@ def test_the_judge_rebuilds_what_the_candidates_loader_timed():
 
     from upskills.tasks import load_task
     from upskills.tasks.runtime import build_inputs, load_reference
-    from upskills.verify.judge import trial_seed
+    from upskills.verify.judge_outputs import trial_seed
     from upskills.verify.judge_timing import perturbed_reference
     from upskills.verify.transport import clone_tree, copy_into
 

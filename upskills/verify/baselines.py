@@ -20,7 +20,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from upskills.verify.verdict import Timing
+from upskills.verify.verdict import FlushMode, Timing
 
 
 class BaselineEntry(BaseModel):
@@ -46,7 +46,7 @@ class BaselineEntry(BaseModel):
     """Why a baseline is missing (e.g. torch.compile failed)."""
     measured_at: str = ""
     """UTC time of the measurement (ISO 8601)."""
-    flush: Literal["write", "read"] = "write"
+    flush: FlushMode = "write"
     """How L2 was flushed before each timed call (part of the cache key when ``read``)."""
 
 
@@ -61,7 +61,7 @@ class BaselineFile(BaseModel):
     """``gpu|torch|task_hash`` -> entry."""
 
 
-def baseline_key(gpu: str, torch_version: str, task_hash: str, flush: str = "write") -> str:
+def baseline_key(gpu: str, torch_version: str, task_hash: str, flush: FlushMode = "write") -> str:
     """The cache key of a baseline.
 
     The write flush's keys are those from before there was a choice, so the entries already
@@ -130,7 +130,7 @@ def lookup_baseline(
     torch_version: str,
     task_hash: str,
     cached: CacheSnapshot | None = None,
-    flush: str = "write",
+    flush: FlushMode = "write",
 ) -> BaselineEntry | None:
     """The shipped entry for this key, else the user-cached one, else None.
 
@@ -211,7 +211,7 @@ def measure_baselines(payload: dict[str, Any]) -> dict[str, Any]:
 
     Args:
         payload: ``task`` (a Task dict), ``variant`` (the main variant's name) and optionally
-            ``flush`` (``write`` or ``read``: :data:`upskills.verify.timing.FlushMode`).
+            ``flush`` (``write`` or ``read``: :data:`upskills.verify.verdict.FlushMode`).
 
     Returns:
         A :class:`BaselineEntry` as a dict.

@@ -11,13 +11,12 @@ sent. On CUDA it also cross-checks the candidate's event timings against its own
 
 from __future__ import annotations
 
-import hashlib
 import inspect
 import random
 import socket
 import time
 from dataclasses import dataclass, field
-from typing import Any, Literal, cast
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -28,6 +27,7 @@ from upskills.verify.cuda_vmm import close_fds
 from upskills.verify.domains import apply_domain
 from upskills.verify.guards import LaunchState, OpLog, make_op_recorder, work_ops
 from upskills.verify.judge_memory import memory_note, release_memory
+from upskills.verify.judge_outputs import flatten_outputs, mutated_input, trial_seed
 from upskills.verify.judge_rules import check_guards, output_problem
 from upskills.verify.libraries import accept_candidate, check_libraries
 from upskills.verify.protocol import (
@@ -47,7 +47,7 @@ from upskills.verify.protocol import (
 )
 from upskills.verify.shapes import PlannedVariant, ShapeError, draw_random, shrink_for_cpu
 from upskills.verify.transport import SharedArena, buffer_like, clone_tree, export_args
-from upskills.verify.verdict import ErrorClass, Timing, VariantResult, VerdictStage
+from upskills.verify.verdict import ErrorClass, FlushMode, Timing, VariantResult, VerdictStage
 from upskills.verify.worker import StageFailure, environment
 
 CPU_NOTE = (
@@ -73,7 +73,7 @@ class JudgeJob(BaseModel):
     random_shape: bool = True
     timing: bool = True
     perturb_timing: bool = True
-    flush: Literal["write", "read"] = "write"
+    flush: FlushMode = "write"
     timeout_s: float
     share_with_others: bool = False
     """Shared-memory files readable by another user (the candidate runs as ``nobody``)."""
@@ -130,12 +130,6 @@ class _Clock:
         self.marks[stage] = round(self.marks.get(stage, 0.0) + seconds, 4)
 
 
-def trial_seed(seed: int, variant: str, index: int) -> int:
-    """The seed of one trial, derived from the check's seed."""
-    digest = hashlib.sha256(f"{seed}:{variant}:{index}".encode()).digest()
-    return int.from_bytes(digest[:4], "big") & 0x7FFFFFFF
-
-
 def _params(fn: Any) -> list[Param]:
     params = list(inspect.signature(fn).parameters.values())
     if params and params[0].name == "self":
@@ -148,40 +142,6 @@ def _sync(device: str) -> None:
         import torch
 
         torch.cuda.synchronize()
-
-
-def flatten_outputs(value: Any) -> tuple[str, list[Any]]:
-    """``(structure, tensors)`` of a reference output: ``tensor``, ``tuple[2]``, ``list[3]``."""
-    import torch
-
-    if isinstance(value, torch.Tensor):
-        return "tensor", [value]
-    if isinstance(value, list | tuple):
-        seq = cast("list[Any] | tuple[Any, ...]", value)
-        if all(isinstance(v, torch.Tensor) for v in seq):
-            kind = "tuple" if isinstance(seq, tuple) else "list"
-            return f"{kind}[{len(seq)}]", list(seq)
-    raise StageFailure(
-        ErrorClass.TASK,
-        VerdictStage.CORRECTNESS,
-        f"the reference returns a {type(cast(object, value)).__name__}; the judge compares tensors "
-        "and tuples/lists of tensors",
-    )
-
-
-def _mutated(now: list[Any], pristine: list[Any]) -> str | None:
-    import torch
-
-    for i, (a, b) in enumerate(zip(now, pristine, strict=False)):
-        if isinstance(a, torch.Tensor):
-            same = (a == b) | (a.isnan() & b.isnan()) if a.is_floating_point() else a == b
-            if not bool(same.all()):
-                return f"input[{i}]"
-        elif isinstance(a, list | tuple):
-            inner = _mutated(list(cast("list[Any] | tuple[Any, ...]", a)), list(b))
-            if inner:
-                return f"input[{i}]{inner.removeprefix('input')}"
-    return None
 
 
 class Judge:
@@ -394,7 +354,7 @@ class Judge:
             result.passed, result.error_class, result.message = False, problem[0], problem[1]
             self.clock.add("compare", time.monotonic() - t2)
             return result
-        changed = _mutated(shared_inputs, pristine)
+        changed = mutated_input(shared_inputs, pristine)
         if changed:
             result.passed, result.error_class = False, ErrorClass.MUTATION
             result.message = f"{where}: the candidate modified its {changed}"

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 from upskills.tasks.runtime import build_inputs
 from upskills.verify.compare import compare_outputs
+from upskills.verify.judge_outputs import flatten_outputs, trial_seed
 from upskills.verify.perturb import perturb_inputs
 from upskills.verify.protocol import Bulk, BulkDone, Ping, TensorHandle, TimeDone, TimeRun
 from upskills.verify.timing import kept_calls, summarize
@@ -46,8 +47,6 @@ GRAPH_CHECK_MAX_MS = 2.0
 
 def time_main(judge: Judge, prepared: Prepared) -> None:
     """Time the candidate on the main variant and check its clock against the judge's."""
-    from upskills.verify.judge import flatten_outputs, trial_seed
-
     t0 = time.monotonic()
     refs: list[list[Any]] = []
     wires: list[list[Any]] = []
@@ -193,8 +192,6 @@ def perturbed_reference(judge: Judge, prepared: Prepared, pick: int, seed: int) 
     so it is not trusted as input), perturbed as the candidate's loader did, and run through
     the reference.
     """
-    from upskills.verify.judge import flatten_outputs, trial_seed
-
     inputs = build_inputs(prepared.module, judge.device, trial_seed(judge.job.seed, "timing", pick))
     perturb_inputs(inputs, seed)
     out = flatten_outputs(judge.reference(prepared, inputs)[0])[1]
@@ -365,8 +362,6 @@ def graph_check(
     ``(ms per replay, "")``, or ``(None, why)`` when the forward cannot be captured.
     """
     import torch
-
-    from upskills.verify.judge import flatten_outputs, trial_seed
 
     prepared, shared = refill
     outputs = [h for _, h in bufs]

@@ -6,6 +6,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from upskills.verify.verdict import FlushMode
+
 
 class CheckOptions(BaseModel):
     """How thoroughly to check a candidate."""
@@ -32,9 +34,9 @@ class CheckOptions(BaseModel):
     """Give every timed call inputs of its own (:mod:`upskills.verify.perturb`), so no result
     cached by input values is timed. Off only to measure what the perturbation itself costs
     (``benchmarks/verifier_bench.py``): a verdict timed without it can be fooled."""
-    flush: Literal["write", "read"] = "write"
+    flush: FlushMode = "write"
     """How L2 is flushed before each timed call, the candidate's and the baselines' alike
-    (:data:`upskills.verify.timing.FlushMode`). ``write`` (the default, and every shipped
+    (:data:`upskills.verify.verdict.FlushMode`). ``write`` (the default, and every shipped
     verdict's) charges the call the write-back of the flush's dirty lines; ``read`` leaves L2
     clean. Baselines are cached per flush."""
     seed: int | None = Field(default=None, ge=0)

@@ -22,6 +22,8 @@ from typing import Annotated, Literal, cast
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
+from upskills.verify.verdict import FlushMode
+
 MAX_REPLY_BYTES = 2 * 1024 * 1024
 """The largest message the judge accepts from the candidate (a bigger one is an error)."""
 
@@ -176,8 +178,8 @@ class TimeRun(_Message):
     perturb: list[int] = []
     """The i-th call's inputs are perturbed with seed ``perturb[i % len]`` after loading
     (:mod:`upskills.verify.perturb`); empty: not perturbed."""
-    flush: Literal["write", "read"] = "write"
-    """How L2 is flushed before each timed call (:data:`upskills.verify.timing.FlushMode`)."""
+    flush: FlushMode = "write"
+    """How L2 is flushed before each timed call (:data:`upskills.verify.verdict.FlushMode`)."""
 
 
 class Bulk(_Message):

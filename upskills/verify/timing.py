@@ -16,16 +16,9 @@ from __future__ import annotations
 import math
 import statistics
 from collections.abc import Callable, Sequence
-from typing import Any, Literal
+from typing import Any
 
-from upskills.verify.verdict import Timing
-
-FlushMode = Literal["write", "read"]
-"""How the L2 is flushed before each timed call: ``write`` fills a buffer larger than L2 (the
-verifier's method: the L2 is left full of dirty lines, whose write-back to DRAM then happens
-inside the timed call), ``read`` reads one (the L2 is left full of clean lines: the write-back
-of whatever ran before happens during the flush, untimed). ``benchmarks/flush_bias.py`` measures
-the difference side by side."""
+from upskills.verify.verdict import FlushMode, Timing
 
 L2_FLUSH_BYTES = 256 * 1024 * 1024
 """Bytes written before each timed call to evict the L2 cache."""
@@ -100,7 +93,8 @@ def time_cuda(
         min_reps: Minimum timed calls when they fit the time budget.
         target_s: Aim for about this much time in timed calls.
         flush_bytes: Size of the buffer written (or read) before each call (L2 flush).
-        flush_mode: ``write`` (the default) or ``read``: see :data:`FlushMode`.
+        flush_mode: ``write`` (the default) or ``read``
+            (:data:`upskills.verify.verdict.FlushMode`).
         before_each: Called (untimed, before the L2 flush) with the call's index; whatever it
             returns is paired with that call's output (e.g. which inputs it loaded).
         keep_last: How many of the last calls' outputs to return (kept alive meanwhile).

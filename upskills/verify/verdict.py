@@ -91,6 +91,14 @@ class VariantResult(BaseModel):
     """Relative tolerance applied."""
 
 
+FlushMode = Literal["write", "read"]
+"""How L2 is flushed before each timed call: ``write`` fills a buffer larger than L2 (the
+verifier's default: L2 is left full of dirty lines, whose write-back to DRAM then happens inside
+the timed call), ``read`` reads one (L2 is left full of clean lines: the write-back of whatever
+ran before happens during the flush, untimed). ``benchmarks/flush_bias.py`` measures the
+difference side by side."""
+
+
 class Timing(BaseModel):
     """Statistics of repeated timed calls, in milliseconds."""
 
@@ -111,9 +119,8 @@ class Timing(BaseModel):
     clock_ms: float | None = None
     """Per call over back-to-back calls on the judge's own clock (the clock check; CUDA-graph
     replays when the calls were host-bound), beside the events' median; None for baselines."""
-    flush: Literal["write", "read"] = "write"
-    """How L2 was flushed before each timed call (:data:`upskills.verify.timing.FlushMode`):
-    ``write`` leaves dirty lines whose write-back the call pays for, ``read`` clean ones."""
+    flush: FlushMode = "write"
+    """How L2 was flushed before each timed call (:data:`FlushMode`)."""
 
 
 class Verdict(BaseModel):

@@ -34,7 +34,7 @@ from upskills.verify.package_guard import PackageSnapshot
 from upskills.verify.sandbox import JobOutcome, Zygote
 from upskills.verify.static import parse_candidate, static_guards
 from upskills.verify.static_races import race_notes
-from upskills.verify.verdict import ErrorClass, Verdict, VerdictStage
+from upskills.verify.verdict import ErrorClass, FlushMode, Verdict, VerdictStage
 
 BASELINE_TIMEOUT_S = 900.0
 """Time limit of one baseline measurement (torch.compile can take minutes)."""
@@ -417,7 +417,7 @@ class Verifier:
         *,
         fresh: bool = False,
         fresh_entry: Any = None,
-        flush: str = "write",
+        flush: FlushMode = "write",
     ) -> None:
         """Speedups of a timed verdict against the cached baselines.
 
@@ -454,7 +454,12 @@ class Verifier:
             verdict.message += f" (L2 flushed by a {flush} before each timed call)"
 
     def baseline(
-        self, task: Task, gpu: str, torch_version: str, cached: Any = None, flush: str = "write"
+        self,
+        task: Task,
+        gpu: str,
+        torch_version: str,
+        cached: Any = None,
+        flush: FlushMode = "write",
     ) -> Any:
         """The cached baseline entry for ``task`` on this GPU, measuring it on a miss.
 
@@ -471,7 +476,7 @@ class Verifier:
             store_baseline(entry)
         return entry
 
-    def fresh_baseline(self, task: Task, flush: str = "write") -> Any:
+    def fresh_baseline(self, task: Task, flush: FlushMode = "write") -> Any:
         """Baselines of ``task`` timed now (CUDA only), not cached; None when they fail."""
         from upskills.verify.baselines import BaselineEntry
 
@@ -483,7 +488,7 @@ class Verifier:
         return BaselineEntry.model_validate(outcome.result)
 
     def measure_baseline(
-        self, task: Task, timeout_s: float = BASELINE_TIMEOUT_S, flush: str = "write"
+        self, task: Task, timeout_s: float = BASELINE_TIMEOUT_S, flush: FlushMode = "write"
     ) -> JobOutcome:
         """Measure eager and torch.compile baselines of ``task`` in a child (CUDA only)."""
         payload = {
