@@ -35,7 +35,13 @@ from upskills.trace.attempts import attempts_of
 
 
 def recorded_speedup(trace) -> float | None:  # noqa: ANN001 - a TraceFile
-    """The speedup vs eager of the final kernel's latest benchmark verdict (not its submission's).
+    """The speedup vs eager of the final kernel's latest benchmark verdict (not its submission)."""
+    return recorded(trace)[0]
+
+
+def recorded(trace) -> tuple[float | None, str]:  # noqa: ANN001 - a TraceFile
+    """The final kernel's recorded speedup vs eager (:func:`recorded_speedup`), and the L2 flush
+    its verdict was timed after (``write`` when no verdict says otherwise).
 
     A submission can run in the same GPU call as a re-check; the benchmark verdict came from
     an earlier call, so comparing with it tests reproducibility. The latest, as the report
@@ -44,15 +50,16 @@ def recorded_speedup(trace) -> float | None:  # noqa: ANN001 - a TraceFile
     """
     end = trace.end
     if end is None:
-        return None
-    latest = None
+        return None, "write"
+    latest, flush = None, "write"
     for attempt in attempts_of(trace.events):
         if attempt.kernel_hash != end.best_kernel_hash:
             continue
         for tool, v in zip(attempt.verdict_tools, attempt.verdicts, strict=True):
             if tool == "benchmark" and v.passed and v.speedup_eager is not None:
                 latest = v.speedup_eager
-    return latest if latest is not None else end.best_speedup
+                flush = v.timing.flush if v.timing is not None else "write"
+    return (latest, flush) if latest is not None else (end.best_speedup, "write")
 
 
 def finals(folders: list[Path]) -> list[Path]:
@@ -112,7 +119,7 @@ def base_row(folder: Path, gpu: str) -> tuple[dict[str, Any], str, str | None]:
     row: dict[str, Any] = {"session": folder.name, "task": task["name"], "gpu_index": gpu}
     if end is None or not end.best_kernel_source:
         return row | {"error": "no final kernel in the trace"}, spec, None
-    row["recorded_speedup"] = recorded_speedup(trace)
+    row["recorded_speedup"], row["recorded_flush"] = recorded(trace)
     return row, spec, end.best_kernel_source
 
 
@@ -134,9 +141,8 @@ def row_from(row: dict[str, Any], verdict: dict[str, Any]) -> dict[str, Any]:
         "stage_seconds": verdict.get("stage_seconds"),
     }
     recorded = row.get("recorded_speedup")
-    if timing.get("flush", "write") != "write":
-        # every recorded verdict was timed after the write flush: another method, not compared
-        recorded = None
+    if timing.get("flush", "write") != row.get("recorded_flush", "write"):
+        recorded = None  # timed after another flush than the record: not a reproduction
     if new and recorded:
         row["ratio"] = round(new / recorded, 4)
         row["within_5pct"] = abs(new / recorded - 1) <= 0.05

@@ -100,7 +100,11 @@ def test_a_recheck_after_a_read_flush_says_so_and_claims_no_reproduction(tmp_pat
     (row,) = mod.recheck_batch([folder], "0", 60.0, flush="read")
     assert cmds[0][cmds[0].index("--flush") + 1] == "read"
     assert row["flush"] == "read" and row["recorded_speedup"] == 1.7
+    assert row["recorded_flush"] == "write"
     assert "ratio" not in row and "within_5pct" not in row  # recorded after the write flush
+    monkeypatch.setattr(mod, "recorded", lambda trace: (1.7, "read"))  # a record read-flushed
+    (row,) = mod.recheck_batch([folder], "0", 60.0, flush="read")
+    assert row["ratio"] == round(1.71 / 1.7, 4) and row["within_5pct"] is True
 
 
 def test_a_batch_that_stops_early_leaves_an_error_row_per_unjudged_kernel(tmp_path, monkeypatch):
