@@ -962,6 +962,29 @@ def test_a_candidate_that_edits_the_timers_defaults_in_place_is_caught(add_task,
     assert "time_cuda" in verdict.message
 
 
+# the same walk to the perturbation's module, whose constant is rebound, not a function: with
+# SPAN = 0 every factor is 1, the timed calls' inputs repeat their set's values, and a cache
+# keyed by input values would be hit on every timed call after the first of each set
+NO_SPAN = _stack_walker(
+    "the perturbation's span rebound to 0: the perturbation becomes a no-op",
+    """
+    if "sys" in g:
+        mods = reach(g["sys"], "mod" + "ules")
+        name = next(k for k in list(mods) if k.endswith("ify.pert" + "urb"))
+        reach(mods[name], "__di" + "ct__")["SP" + "AN"] = 0.0
+        break
+    """,
+)
+
+
+def test_a_candidate_that_rebinds_a_constant_of_the_verifier_is_caught(add_task, cpu_verifier):
+    """Guard (d) watches the verifier's own modules' constants (upper-case names), not only
+    their functions."""
+    verdict = cpu_verifier.check(add_task, NO_SPAN)
+    assert not verdict.passed and verdict.guard == "library_patch", verdict.message
+    assert "perturb.SPAN" in verdict.message
+
+
 SLOW_HOST_ADD = GOOD_ADD.replace(
     "    def forward(self, x, y):\n",
     "    calls = 0\n\n    def forward(self, x, y):\n"

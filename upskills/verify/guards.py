@@ -20,6 +20,7 @@ from __future__ import annotations
 import functools
 import importlib
 import os
+import re
 import sys
 import threading
 import time
@@ -481,6 +482,10 @@ def _watched_namespaces() -> dict[str, Any]:
     # the static check did not see) and rebinds one, say the perturbation, is caught here.
     for name in _OWN_MODULES:
         spaces[name] = importlib.import_module(name)
+    try:  # the perturbation's kernel is made on first use: made now, so the snapshot holds it
+        spaces["upskills.verify.perturb_kernel"].fused_kernel()
+    except ImportError:  # no Triton here: it stays unmade, and the PyTorch ops serve
+        pass
     for name, cls in _OWN_CLASSES:
         spaces[f"{name}.{cls}"] = getattr(spaces[name], cls)
     return spaces
@@ -490,6 +495,7 @@ _OWN_MODULES = (
     "upskills.verify.candidate_host",
     "upskills.verify.candidate_timing",
     "upskills.verify.perturb",
+    "upskills.verify.perturb_kernel",
     "upskills.verify.timing",
     "upskills.verify.transport",
     "upskills.verify.guards",
@@ -527,8 +533,15 @@ def _fingerprint(value: Any) -> tuple[int, ...]:
     return (id(value), id(func), id(code), *(id(d) for d in defaults), -1, *flat_kw)
 
 
-def _watched(value: Any) -> bool:
-    """A callable, or a static/class method object wrapping one."""
+_CONSTANT = re.compile(r"_?[A-Z][A-Z0-9_]*")
+"""A module constant's name (``SPAN``, ``_BITS``, ``_KERNEL``): in the verifier's own modules
+these are watched whatever their value (the perturbation's span is a float)."""
+
+
+def _watched(key: str, value: Any, own: bool) -> bool:
+    """A callable, a method object wrapping one, or a constant of the verifier's own modules."""
+    if own and _CONSTANT.fullmatch(key):
+        return True
     try:
         return callable(value) or hasattr(value, "__func__")
     except Exception:  # noqa: BLE001 - an attribute hook that raises: not ours to judge
@@ -539,6 +552,7 @@ class LibrarySnapshot:
     """Fingerprints of library attributes (timers, synchronize, comparisons) at a point in time.
 
     A rebinding changes the identity, an edit in place the code or defaults (:func:`_fingerprint`).
+    In the verifier's own modules the constants are watched too (a rebound ``perturb.SPAN``).
     """
 
     def __init__(self) -> None:
@@ -547,7 +561,7 @@ class LibrarySnapshot:
             name: {
                 key: _fingerprint(value)
                 for key, value in list(_attrs(space).items())
-                if _watched(value)
+                if _watched(key, value, name.startswith("upskills."))
             }
             for name, space in self._spaces.items()
         }
