@@ -930,14 +930,6 @@ UNPERTURB = _stack_walker(
 )
 
 
-def test_a_candidate_that_switches_off_the_input_perturbation_is_caught(add_task, cpu_verifier):
-    """The verifier's own modules in the candidate's process are watched like torch's: a
-    rebinding of the perturbation (or the timer, the loader) fails guard (d)."""
-    verdict = cpu_verifier.check(add_task, UNPERTURB)
-    assert not verdict.passed and verdict.guard == "library_patch", verdict.message
-    assert "perturb_inputs" in verdict.message
-
-
 # up to a module that imported sys, then to the timer's module; the timer is not rebound (its
 # identity stays) but its keyword defaults are edited in place: a 16-byte L2 flush would leave
 # every timed call's inputs warm in L2
@@ -952,14 +944,6 @@ NO_FLUSH = _stack_walker(
         break
     """,
 )
-
-
-def test_a_candidate_that_edits_the_timers_defaults_in_place_is_caught(add_task, cpu_verifier):
-    """Guard (d) compares more than identities: a function of the verifier's own modules whose
-    defaults (or code) changed in place is a patched function too."""
-    verdict = cpu_verifier.check(add_task, NO_FLUSH)
-    assert not verdict.passed and verdict.guard == "library_patch", verdict.message
-    assert "time_cuda" in verdict.message
 
 
 # the same walk to the perturbation's module, whose constant is rebound, not a function: with
@@ -977,12 +961,24 @@ NO_SPAN = _stack_walker(
 )
 
 
-def test_a_candidate_that_rebinds_a_constant_of_the_verifier_is_caught(add_task, cpu_verifier):
-    """Guard (d) watches the verifier's own modules' constants (upper-case names), not only
-    their functions."""
-    verdict = cpu_verifier.check(add_task, NO_SPAN)
+@pytest.mark.parametrize(
+    ("source", "named"),
+    [
+        # a rebound function of the verifier's own modules, watched like torch's
+        pytest.param(UNPERTURB, "perturb_inputs", id="switches_off_the_input_perturbation"),
+        # a function edited in place: its defaults (or code) changed, its identity not
+        pytest.param(NO_FLUSH, "time_cuda (edited in place)", id="edits_the_timers_defaults"),
+        # a constant of the verifier's own modules (upper-case names), not a function
+        pytest.param(NO_SPAN, "perturb.SPAN", id="rebinds_a_constant_of_the_verifier"),
+    ],
+)
+def test_a_candidate_that_patches_the_verifier_in_its_process_is_caught(
+    add_task, cpu_verifier, source, named
+):
+    """Guard (d) over the verifier's own code in the candidate's process."""
+    verdict = cpu_verifier.check(add_task, source)
     assert not verdict.passed and verdict.guard == "library_patch", verdict.message
-    assert "perturb.SPAN" in verdict.message
+    assert named in verdict.message
 
 
 SLOW_HOST_ADD = GOOD_ADD.replace(
