@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import signal
 import subprocess
 import sys
 import tempfile
@@ -29,6 +30,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from recheck import finals, task_name  # noqa: E402  # pyright: ignore[reportMissingImports]
 
 from upskills.trace import read_trace  # noqa: E402
+from upskills.verify.build_locks import clear_stale_locks  # noqa: E402
 
 
 def sources(folders: list[Path], final: bool) -> list[tuple[str, str]]:
@@ -46,21 +48,51 @@ def sources(folders: list[Path], final: bool) -> list[tuple[str, str]]:
     return out
 
 
+_RUNNING: set[subprocess.Popen[str]] = set()
+"""Builds in flight: stopped with this script (their locks are then swept by the next load)."""
+
+
 def build(name: str, src: str, timeout: float) -> str:
     """Run one kernel module from a file of its own (Triton's ``jit`` needs a real file)."""
     t0 = time.monotonic()
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / f"{name.replace('/', '_')}.py"
         path.write_text(src, encoding="utf-8")
+        proc = subprocess.Popen(
+            [sys.executable, str(path)],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+            start_new_session=True,  # its compiler processes are killed with it
+        )
+        _RUNNING.add(proc)
         try:
-            proc = subprocess.run(
-                [sys.executable, str(path)], capture_output=True, text=True, timeout=timeout
-            )
+            _, err = proc.communicate(timeout=timeout)
             ok = proc.returncode == 0
-            status = "built" if ok else f"failed: {proc.stderr.strip()[-200:]!r}"
+            status = "built" if ok else f"failed: {err.strip()[-200:]!r}"
         except subprocess.TimeoutExpired:
+            _stop(proc)
             status = f"timed out after {timeout:.0f} s"
+        finally:
+            _RUNNING.discard(proc)
     return f"{name}: {status} ({time.monotonic() - t0:.0f} s)"
+
+
+def _stop(proc: subprocess.Popen[str]) -> None:
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    proc.wait()
+
+
+def _on_term(signum: int, _frame: object) -> None:
+    """Stopped by a budget's ``timeout``: no build may go on writing the cache after this
+    script (single.sh hands the folder to the sandbox user right after it)."""
+    for proc in list(_RUNNING):
+        _stop(proc)
+    print(f"stopped by signal {signum}: {len(_RUNNING)} builds killed, not built", flush=True)
+    os._exit(124)
 
 
 def main() -> int:
@@ -78,6 +110,9 @@ def main() -> int:
         jobs = sources(folders, final=True)
     else:
         jobs = sources(args.folders, final=False)
+    signal.signal(signal.SIGTERM, _on_term)
+    for lock in clear_stale_locks():
+        print(f"removed a stale build lock no process held: {lock}", flush=True)
     t0 = time.monotonic()
     with ThreadPoolExecutor(max(1, min(len(jobs), os.cpu_count() or 1))) as pool:
         for line in pool.map(lambda j: build(j[0], j[1], args.timeout), jobs):

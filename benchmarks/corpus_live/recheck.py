@@ -202,6 +202,8 @@ def recheck_batch(
         if not timing:
             cmd += ["--seeds", "1"]
         env = dict(os.environ, CUDA_VISIBLE_DEVICES=gpu)
+        # said first: a run its budget stops leaves at least which checks were under way
+        print(f"GPU {gpu}: re-checking {', '.join(rows)}", file=sys.stderr, flush=True)
         for line in batch_lines(cmd, env):
             try:
                 result = json.loads(line)

@@ -62,7 +62,7 @@ if [ -n "${ROUND:-}" ]; then
   sandbox=/tmp/upskills-sandbox-$(id -u); mkdir -p "$sandbox/torch_extensions"
   TORCH_EXTENSIONS_DIR=$sandbox/torch_extensions timeout 300 python3 benchmarks/corpus_live/build_extensions.py \
     $(grep -v '^\s*#' "$ROUND" | awk 'NF {print $1}') | grep -v ': built'
-  echo "extensions built at $(( $(date +%s) - start )) s"
+  echo "extensions built at $(( $(date +%s) - start )) s (build step exit ${PIPESTATUS[0]})"
   [ "$(id -u)" = 0 ] && chown -R nobody: "$sandbox"
   timeout "$(left 20)" python3 benchmarks/corpus_live/round.py "$ROUND" --out "$OUT" --workers "${WORKERS:-3}"
   echo "round exit $? at $(( $(date +%s) - start )) s"
@@ -92,8 +92,11 @@ elif [ -n "${RECHECK:-}" ]; then
     sandbox=/tmp/upskills-sandbox-$(id -u); mkdir -p "$sandbox/torch_extensions"
     TORCH_EXTENSIONS_DIR=$sandbox/torch_extensions timeout "$(left 120)" \
       python3 benchmarks/corpus_live/build_extensions.py --finals traces/corpus-live "${sel[@]}" | grep -v ': built'
+    # exit 124: stopped by the budget; its builds were killed, and the checks build them again
+    # (a killed build's lock is swept by the next load: upskills/verify/build_locks.py)
+    built=${PIPESTATUS[0]}
     [ "$(id -u)" = 0 ] && chown -R nobody: "$sandbox"; warm=0
-    echo "finals' extensions built at $(( $(date +%s) - start )) s"
+    echo "finals' extensions built at $(( $(date +%s) - start )) s (build step exit $built)"
   fi
   timeout "$(left 60)" python3 benchmarks/corpus_live/recheck.py traces/corpus-live --finals "${sel[@]}" \
     --gpus 0 --warm "$warm" --fresh-baselines "${FRESH:-}" --flush "${RECHECK_FLUSH:-write}" \

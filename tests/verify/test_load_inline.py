@@ -6,6 +6,7 @@ Builds a small C++ extension (CPU) once; the second check reuses the build.
 
 from __future__ import annotations
 
+import os
 import shutil
 
 import pytest
@@ -109,3 +110,35 @@ def test_a_build_failure_shows_the_compilers_error_not_its_command_line(
     assert "undeclared_thing" in v.message and "error" in v.message
     assert "-DTORCH_EXTENSION_NAME" not in v.message
     assert len(v.message) < 2000
+
+
+def test_a_lock_left_by_a_killed_build_does_not_hang_the_next_check(
+    add_task, tmp_path, monkeypatch
+):
+    """A check killed while its extension was building leaves torch's build lock behind, and
+    every later load of that extension waited for it to vanish: until the check's timeout
+    (three re-checks of 40_LayerNorm on the H200 so). The candidate's process now removes locks
+    no live process holds before its import."""
+    import pwd
+
+    from upskills.verify import CheckOptions, Verifier
+    from upskills.verify.sandbox import _prepare_candidate_root  # pyright: ignore[reportPrivateUsage]
+
+    name = "upskills_test_lock_ext"
+    monkeypatch.setenv("TORCH_EXTENSIONS_DIR", str(tmp_path / "ext"))
+    sandbox = _prepare_candidate_root()  # where a candidate that drops to nobody builds
+    root = sandbox / "torch_extensions" if sandbox is not None else tmp_path / "ext"
+    lock = root / name / "lock"
+    lock.parent.mkdir(parents=True, exist_ok=True)
+    for stale in (lock.parent / "lock", *lock.parent.glob("*.so")):  # an earlier run's build
+        stale.unlink(missing_ok=True)
+    lock.write_text("")  # what a killed build leaves: the file, and no process holding it
+    if sandbox is not None:
+        user = pwd.getpwnam(os.environ.get("UPSKILLS_SANDBOX_USER", "nobody"))
+        for path in (lock.parent, lock):
+            os.chown(path, user.pw_uid, user.pw_gid)
+    source = CPP_CANDIDATE.replace("upskills_test_add_ext", name).replace("FUNC", "add_loop")
+    with Verifier("cpu", CheckOptions(seeds=1, timeout_s=240)) as verifier:
+        v = verifier.check(add_task, source)
+    assert v.passed, v.message
+    assert not lock.exists()

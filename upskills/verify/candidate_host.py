@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any, cast
 
 from upskills.verify import transport
+from upskills.verify.build_locks import clear_stale_locks
 from upskills.verify.candidate_timing import TimingRequests, flatten_any
 from upskills.verify.guards import LaunchCounter, LibrarySnapshot, OpLog, live_threads
 from upskills.verify.interface import mismatch, signature_problem
@@ -370,6 +371,8 @@ def serve_candidate(source: str, display: str, device: str, address: str, workdi
     host = CandidateHost(path, display, device, watch)
     chan = Channel(_connect(address), max_bytes=1 << 30, accept_fds=True)
     hello = Hello()
+    for lock in clear_stale_locks():  # a build a killed check left: later loads would wait forever
+        print(f"removed a stale extension build lock no process held: {lock}", file=sys.stderr)
     try:
         module = import_candidate(path, display)
         changed = watch.library_changes()

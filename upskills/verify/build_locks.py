@@ -1,0 +1,95 @@
+"""Stale build locks of torch's extension builder, found and removed.
+
+``torch.utils.cpp_extension.load_inline`` serialises the builds of one extension with a lock
+file, ``<extensions root>/<name>/lock``: created with ``O_EXCL`` and held open while the build
+runs, removed when it ends. A build killed mid-way (a check that ran past its timeout) leaves
+the file behind, and every later load of that extension waits for it to vanish: forever, so
+each later check of the same source runs into its own timeout. On the H200 (sixteenth device
+session) a re-check's pre-build was stopped by its budget and the next two re-checks of
+40_LayerNorm both timed out so, without a line of output.
+
+A lock is stale when no live process holds it open. Only locks owned by this process's user are
+judged: that user's processes are the ones whose open files this process can read.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+LOCK_NAME = "lock"
+"""The file name torch's ``FileBaton`` uses in an extension's build directory."""
+
+
+def extensions_root() -> Path:
+    """Where ``load_inline`` builds: ``TORCH_EXTENSIONS_DIR``, else torch's default root."""
+    configured = os.environ.get("TORCH_EXTENSIONS_DIR")
+    if configured:
+        return Path(configured)
+    from torch.utils.cpp_extension import get_default_build_root
+
+    return Path(get_default_build_root())
+
+
+def clear_stale_locks(root: Path | None = None, *, settle_s: float = 0.2) -> list[Path]:
+    """Remove the build locks under ``root`` that no live process holds; return them.
+
+    Looks two levels down (``<root>/<name>/lock`` and torch's default ``<root>/<py_cu>/<name>/
+    lock``). A lock is removed only if it is still there and still unheld ``settle_s`` later:
+    a build that has just finished closes its lock a moment before removing it.
+    """
+    base = extensions_root() if root is None else root
+    uid = os.getuid()
+    locks = [p for p in _locks(base) if _owner(p) == uid]
+    if not locks or not Path("/proc").is_dir():
+        return []  # no /proc: who holds a file cannot be told, so nothing is judged stale
+    unheld = [p for p in locks if not _held(p, _open_files())]
+    if not unheld:
+        return []
+    time.sleep(settle_s)
+    held_now = _open_files()
+    removed: list[Path] = []
+    for path in unheld:
+        if path.exists() and not _held(path, held_now):
+            try:
+                path.unlink()
+            except OSError:  # gone meanwhile, or not ours to remove
+                continue
+            removed.append(path)
+    return removed
+
+
+def _locks(root: Path) -> list[Path]:
+    if not root.is_dir():
+        return []
+    return [p for pattern in (f"*/{LOCK_NAME}", f"*/*/{LOCK_NAME}") for p in root.glob(pattern)]
+
+
+def _owner(path: Path) -> int | None:
+    try:
+        return path.stat().st_uid
+    except OSError:
+        return None
+
+
+def _held(path: Path, open_files: set[str]) -> bool:
+    return str(path) in open_files or os.path.realpath(path) in open_files
+
+
+def _open_files() -> set[str]:
+    """Targets of every file descriptor this process can read in ``/proc/*/fd``."""
+    found: set[str] = set()
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit():
+            continue
+        try:
+            fds = list((proc / "fd").iterdir())
+        except OSError:  # another user's process, or one that just exited
+            continue
+        for fd in fds:
+            try:
+                found.add(os.readlink(fd))
+            except OSError:
+                continue
+    return found
