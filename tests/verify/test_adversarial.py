@@ -981,6 +981,73 @@ def test_a_candidate_that_patches_the_verifier_in_its_process_is_caught(
     assert named in verdict.message
 
 
+# Reads, patches nothing: the forward looks up its callers' frames for the timer's loop (its
+# index ``i`` and the set ``chosen`` of calls whose outputs go to the judge) and the clock
+# check's back-to-back loop (``i`` and ``land_at``), and computes only the calls the judge
+# will look at; every other call launches the kernel on one block and returns garbage. Guard
+# (d) sees no change, the kept calls and the landed call are right, and events and the judge's
+# clock both see the cheap calls.
+PEEK_AT_KEPT_CALLS = GOOD_ADD.replace(
+    "import torch\n", "import functools\n\nimport torch\n", 1
+).replace(
+    """        out = torch.empty_like(x)
+        n = x.numel()
+""",
+    """        def reach(obj, *names):
+            return functools.reduce(getattr, names, obj)
+
+        honest = True
+        try:
+            raise ValueError
+        except ValueError as e:
+            f = reach(e, "__tra" + "ceback__", "tb_" + "frame")
+        while f is not None:
+            seen = reach(f, "f_" + "locals")
+            if "i" in seen and "chosen" in seen:  # the timer's loop, once the kept calls are set
+                honest = seen["i"] in seen["chosen"]
+                break
+            if "i" in seen and "land_at" in seen:  # the clock check's back-to-back calls
+                honest = seen["i"] == seen["land_at"]
+                break
+            f = reach(f, "f_" + "back")
+        out = torch.empty_like(x)
+        n = x.numel() if honest else 1
+""",
+)
+
+
+def test_the_kept_call_peeker_is_correct_code_outside_the_timer(add_task, cpu_verifier):
+    """Every call the judge checks for correctness is computed: only timing could be fooled."""
+    assert "seen[" in PEEK_AT_KEPT_CALLS and "n = x.numel() if honest" in PEEK_AT_KEPT_CALLS
+    verdict = cpu_verifier.check(add_task, PEEK_AT_KEPT_CALLS)
+    assert verdict.passed, verdict.message
+
+
+@pytest.mark.gpu
+@pytest.mark.xfail(
+    strict=True,
+    reason="known hole, found 2026-12-03 without a GPU to run it on (docs/design/verifier.md, "
+    "'Open: a forward that reads the harness's frames'): the kept calls are chosen before "
+    "the timed loop and sit in its locals",
+)
+def test_a_forward_that_reads_which_calls_are_kept_gains_nothing(add_task):
+    """The judge must not be able to be told which timed calls it will look at."""
+    big = add_task.model_copy(
+        update={"variants": [ShapeVariant(name="main", main=True, globals={"N": 1 << 24})]}
+    )
+    options = CheckOptions(seeds=2, timeout_s=300, baselines=False)
+    with Verifier("cuda", options) as verifier:
+        cheat = verifier.check(big, PEEK_AT_KEPT_CALLS)
+        honest = verifier.check(big, GOOD_ADD)
+    assert honest.passed and honest.timing is not None, honest.message
+    caught = not cheat.passed or cheat.timing is None
+    assert caught or cheat.timing.median_ms >= 0.9 * honest.timing.median_ms, (
+        cheat.message,
+        cheat.timing,
+        honest.timing,
+    )
+
+
 SLOW_HOST_ADD = GOOD_ADD.replace(
     "    def forward(self, x, y):\n",
     "    calls = 0\n\n    def forward(self, x, y):\n"
