@@ -1,5 +1,5 @@
-# Verified kernel for task `40_LayerNorm` (task hash 6c19ce957de04456), from trace 73210c201e984137b012b3cb1875962b.
-# Measured: 38.04x eager, 1.51x torch.compile on NVIDIA H200.
+# Verified kernel for task `40_LayerNorm` (task hash 6c19ce957de04456), from trace 957e16510c6f4cf8968d27e77ed6c4e8.
+# Measured: 40.51x eager, 1.61x torch.compile on NVIDIA H200.
 # Check it: upskills check 40_LayerNorm scripts/40_LayerNorm_kernel.py
 import torch
 import torch.nn as nn
@@ -7,19 +7,21 @@ import triton
 import triton.language as tl
 from torch.utils.cpp_extension import load_inline
 
-# 40_LayerNorm, eleventh session, after reading round 22. s10 (s9 with half of each thread's
-# columns held in registers between the passes) passed at 0.2207 ms benchmark / 0.2200 ms submit
-# (36.7x eager, 61.6% of copy), level with s3 (0.219 ms, final). Its profile, the first with
-# DRAM byte counts: 317.2 MB read and 247.4 MB written, 0.99x the minimum bytes (L2 hit rate
-# 57.9%): the re-reads now come from L2 and x is read from DRAM once, so the kernel no longer
-# moves too many bytes; it moves them at 2.6 TB/s. ncu: memory throughput 55.9%, occupancy 25%
-# (one 512-thread CTA per SM), long_scoreboard 14.8, barrier 7.0. With one CTA per SM its
-# phases run one after another (a statistics pass reading DRAM, a block reduction, the wait
-# and merge, a normalize reading L2 and writing), and DRAM reads stop on that SM while it
-# normalizes. One change: two 256-thread CTAs per SM instead of one of 512 (256 CTAs, 16K
-# columns each; each CTA's weight and bias take 112 KiB of shared memory, two fit in the SM's
-# 228 KiB), so one CTA's statistics pass can stream while the other normalizes or waits.
-# Everything else is s10's.
+# 40_LayerNorm, twelfth session, after reading round 23. s11 (s10 with two 256-thread CTAs per
+# SM) passed at 0.2127 ms benchmark / 0.2125 ms submit (38.0x eager, 1.51x compile), the new
+# final, re-checked at 0.2126 ms; DRAM 336.4 MB read, 247.8 MB written (1.02x the minimum
+# bytes), so the bytes are right and the rate is not: 2.7 TB/s, ncu memory throughput 59.2%,
+# occupancy 24.2%, long_scoreboard 13.5, barrier 6.9. Two CTAs per SM gained only 3% over one:
+# every CTA waits on the same row counters, so the grid stays in step and both CTAs of an SM sit
+# in the same phase. Inside a CTA the block barriers keep its 8 warps in step too: the block
+# reduction after the statistics pass waits for the slowest warp's DRAM loads, and the merge's
+# three barriers hold every warp until the wait for the row's partials is over. One change:
+# no block barrier on the row path. Each warp adds its sums to the CTA's slot in shared memory
+# (atomics), and the CTA's last warp to arrive publishes the CTA's partial (fp32 sums around K
+# as before). Each warp waits for the row's 256 partials on its own and merges them itself in
+# fp64, in the same order as every other warp, so all use the same statistics. Warps then go
+# through the rows at their own pace, and one warp's DRAM loads can overlap another's
+# normalize. Everything else is s11's.
 
 
 _CUDA = r"""
@@ -61,12 +63,19 @@ __device__ __forceinline__ void mbar_wait(unsigned mb, unsigned phase) {
                "@!p bra WAIT_LN9;\n}\n" ::"r"(mb), "r"(phase) : "memory");
 }
 
-// S(r): this CTA's sums of x - K and (x - K)^2 over its columns of row r, published as
-// part[r * H + j], then count[r] incremented. The first HOLD float4 columns of each thread are
-// kept in registers for the normalize (read with evict-first: L2 never sees them again); the
-// rest stream through at L2's normal priority, to be re-read from L2 by the normalize one row
-// later.
-__device__ __forceinline__ void row_stats(const float4* x4, int n4, float K, float4 (&held)[HOLD], float2* red,
+// A CTA's running sums of one row, in shared memory: its warps add theirs as they finish, and
+// the last to arrive publishes them (no block barrier). Two slots, by row parity.
+struct Slot {
+  float s1, s2;
+  unsigned n;
+};
+
+// S(r): this warp's sums of x - K and (x - K)^2 over its threads' columns of row r, added to the
+// CTA's slot; the CTA's last warp to arrive publishes part[r * H + j] and increments count[r].
+// The first HOLD float4 columns of each thread are kept in registers for the normalize (read
+// with evict-first: L2 never sees them again); the rest stream through at L2's normal priority,
+// to be re-read from L2 by the normalize one row later.
+__device__ __forceinline__ void row_stats(const float4* x4, int n4, float K, float4 (&held)[HOLD], Slot* slot,
                                           float2* part_rj, unsigned* count_r) {
   const int tid = threadIdx.x;
   float s1 = 0.f, s2 = 0.f;
@@ -101,62 +110,47 @@ __device__ __forceinline__ void row_stats(const float4* x4, int n4, float K, flo
     s1 += __shfl_xor_sync(0xffffffffu, s1, o);
     s2 += __shfl_xor_sync(0xffffffffu, s2, o);
   }
-  const int lane = tid & 31, warp = tid >> 5;
-  __syncthreads();  // the last reader of red is done
-  if (lane == 0) red[warp] = make_float2(s1, s2);
-  __syncthreads();
-  if (warp == 0) {
-    float2 p = lane < T / 32 ? red[lane] : make_float2(0.f, 0.f);
-#pragma unroll
-    for (int o = 16; o > 0; o >>= 1) {
-      p.x += __shfl_xor_sync(0xffffffffu, p.x, o);
-      p.y += __shfl_xor_sync(0xffffffffu, p.y, o);
-    }
-    if (lane == 0) {
-      *part_rj = p;
+  if ((tid & 31) == 0) {
+    atomicAdd(&slot->s1, s1);
+    atomicAdd(&slot->s2, s2);
+    __threadfence_block();  // this warp's sums land before its arrival is counted
+    if (atomicAdd(&slot->n, 1u) == T / 32 - 1) {  // the CTA's last warp on this row
+      __threadfence_block();
+      const float a = atomicExch(&slot->s1, 0.f), q = atomicExch(&slot->s2, 0.f);
+      atomicExch(&slot->n, 0u);  // reset before the row is published: the slot's next row
+                                 // (r + 2) starts only after count[r] is complete
+      *part_rj = make_float2(a, q);
       __threadfence();
       atomicAdd(count_r, 1u);
     }
   }
 }
 
-// Row r's mean and rstd: wait until all H CTAs published, then every CTA merges the H partials
-// in fp64 in the same order (so all CTAs use the same statistics).
+// Row r's mean and rstd, per warp: lane 0 waits until all H CTAs published, then the warp
+// merges the H partials in fp64 (every warp of every CTA in the same order: the same result).
 __device__ __forceinline__ float2 row_moments(const float2* part_r, const unsigned* count_r, unsigned target, int H,
-                                              double d, float K, float eps, double2* redd, float2* stat) {
-  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
-  if (tid == 0) {
+                                              double d, float K, float eps) {
+  const int lane = threadIdx.x & 31;
+  if (lane == 0) {
     while (ld_acquire(count_r) < target) __nanosleep(32);
     __threadfence();
   }
-  __syncthreads();
+  __syncwarp();
   double m1 = 0.0, m2 = 0.0;
-  if (tid < H) {
-    const float2 p = __ldcg(part_r + tid);
-    m1 = p.x;
-    m2 = p.y;
+#pragma unroll 8
+  for (int i = lane; i < H; i += 32) {
+    const float2 p = __ldcg(part_r + i);
+    m1 += p.x;
+    m2 += p.y;
   }
-  if (warp * 32 < H) {
 #pragma unroll
-    for (int o = 16; o > 0; o >>= 1) {
-      m1 += __shfl_xor_sync(0xffffffffu, m1, o);
-      m2 += __shfl_xor_sync(0xffffffffu, m2, o);
-    }
-    if (lane == 0) redd[warp] = make_double2(m1, m2);
+  for (int o = 16; o > 0; o >>= 1) {
+    m1 += __shfl_xor_sync(0xffffffffu, m1, o);
+    m2 += __shfl_xor_sync(0xffffffffu, m2, o);
   }
-  __syncthreads();
-  if (tid == 0) {
-    double a = 0.0, q = 0.0;
-    for (int w = 0; w * 32 < H; ++w) {
-      a += redd[w].x;
-      q += redd[w].y;
-    }
-    const double mean_k = a / d;                  // mean of x - K
-    const double var = fmax(q / d - mean_k * mean_k, 0.0);
-    *stat = make_float2((float)((double)K + mean_k), (float)(1.0 / sqrt(var + (double)eps)));
-  }
-  __syncthreads();
-  return *stat;
+  const double mean_k = m1 / d;  // mean of x - K
+  const double var = fmax(m2 / d - mean_k * mean_k, 0.0);
+  return make_float2((float)((double)K + mean_k), (float)(1.0 / sqrt(var + (double)eps)));
 }
 
 __device__ __forceinline__ float4 norm4(float4 a, float4 u, float4 c, float mean, float rstd) {
@@ -170,11 +164,11 @@ __device__ __forceinline__ float4 norm4(float4 a, float4 u, float4 c, float mean
 __device__ __forceinline__ void row_normalize(const float* x, float* y, int r, int64_t d, int64_t c0, int n4,
                                               const float4 (&held)[HOLD], const float4* wbs, const float4 (&wr)[PER4 - PER4S],
                                               const float4 (&br)[PER4 - PER4S], const float2* part, const unsigned* count,
-                                              unsigned target, int H, float eps, double2* redd, float2* stat) {
+                                              unsigned target, int H, float eps) {
   const int tid = threadIdx.x;
   const float* xr = x + (int64_t)r * d;
   const float K = __ldcg(xr);
-  const float2 ms = row_moments(part + (int64_t)r * H, count + r, target, H, (double)d, K, eps, redd, stat);
+  const float2 ms = row_moments(part + (int64_t)r * H, count + r, target, H, (double)d, K, eps);
   const float mean = ms.x, rstd = ms.y;
   const float4* x4 = reinterpret_cast<const float4*>(xr + c0);
   float4* y4 = reinterpret_cast<float4*>(y + (int64_t)r * d + c0);
@@ -215,9 +209,7 @@ ln_wb_resident(const float* __restrict__ x, const float* __restrict__ w, const f
                float* __restrict__ y, float2* __restrict__ part, unsigned* __restrict__ count, int rows,
                int64_t d, unsigned target, float eps) {
   extern __shared__ __align__(128) float4 wbs[];  // [0, SH4): weight, [SH4, 2 SH4): bias
-  __shared__ float2 red[T / 32];
-  __shared__ double2 redd[T / 32];
-  __shared__ float2 stat;
+  __shared__ Slot slots[2];  // by row parity
   __shared__ alignas(8) unsigned long long bar;
   const int H = gridDim.x, j = blockIdx.x, tid = threadIdx.x;
   const int64_t c0 = (int64_t)j * SLICE;
@@ -225,6 +217,7 @@ ln_wb_resident(const float* __restrict__ x, const float* __restrict__ w, const f
   const int n4 = len / 4;
   const int ls = len < SHARED_COLS ? len : SHARED_COLS;
   const unsigned mb = smem_addr(&bar);
+  if (tid < 2) slots[tid] = Slot{0.f, 0.f, 0u};
   if (tid == 0) {
     asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;\n" ::"r"(mb) : "memory");
     asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
@@ -242,25 +235,26 @@ ln_wb_resident(const float* __restrict__ x, const float* __restrict__ w, const f
     wr[k] = q < n4 ? __ldg(w4 + q) : make_float4(0.f, 0.f, 0.f, 0.f);
     br[k] = q < n4 ? __ldg(b4 + q) : make_float4(0.f, 0.f, 0.f, 0.f);
   }
-  __syncthreads();  // the mbarrier is initialised before anyone waits on it
+  __syncthreads();  // the mbarrier and the slots are initialised before anyone uses them
+  // From here on no block barrier: each warp goes through the rows at its own pace.
 
   float4 ha[HOLD], hb[HOLD];  // the held columns of even rows, of odd rows
-  row_stats(reinterpret_cast<const float4*>(x + c0), n4, __ldcg(x), ha, red, part + j, count);
+  row_stats(reinterpret_cast<const float4*>(x + c0), n4, __ldcg(x), ha, &slots[0], part + j, count);
   mbar_wait(mb, 0);  // weight and bias are in shared memory before the first normalize
   for (int r = 0; r < rows; r += 2) {
     if (r + 1 < rows) {
       const float* xn = x + (int64_t)(r + 1) * d;
-      row_stats(reinterpret_cast<const float4*>(xn + c0), n4, __ldcg(xn), hb, red, part + (int64_t)(r + 1) * H + j,
-                count + r + 1);
+      row_stats(reinterpret_cast<const float4*>(xn + c0), n4, __ldcg(xn), hb, &slots[(r + 1) & 1],
+                part + (int64_t)(r + 1) * H + j, count + r + 1);
     }
-    row_normalize(x, y, r, d, c0, n4, ha, wbs, wr, br, part, count, target, H, eps, redd, &stat);
+    row_normalize(x, y, r, d, c0, n4, ha, wbs, wr, br, part, count, target, H, eps);
     if (r + 1 >= rows) break;
     if (r + 2 < rows) {
       const float* xn = x + (int64_t)(r + 2) * d;
-      row_stats(reinterpret_cast<const float4*>(xn + c0), n4, __ldcg(xn), ha, red, part + (int64_t)(r + 2) * H + j,
-                count + r + 2);
+      row_stats(reinterpret_cast<const float4*>(xn + c0), n4, __ldcg(xn), ha, &slots[r & 1],
+                part + (int64_t)(r + 2) * H + j, count + r + 2);
     }
-    row_normalize(x, y, r + 1, d, c0, n4, hb, wbs, wr, br, part, count, target, H, eps, redd, &stat);
+    row_normalize(x, y, r + 1, d, c0, n4, hb, wbs, wr, br, part, count, target, H, eps);
   }
 }
 // KERNEL_END
@@ -307,7 +301,7 @@ bool layer_norm_resident(torch::Tensor x, torch::Tensor w, torch::Tensor b, torc
 """
 
 _ext = load_inline(
-    name="corpus_kb40_layernorm_wb_resident_two",
+    name="corpus_kb40_layernorm_wb_resident_warps",
     cpp_sources="bool layer_norm_resident(torch::Tensor x, torch::Tensor w, torch::Tensor b, torch::Tensor y, "
     "torch::Tensor part, torch::Tensor count, int64_t rows, int64_t d, int64_t epoch, double eps);",
     cuda_sources=_CUDA,
