@@ -49,7 +49,7 @@ def sources(folders: list[Path], final: bool) -> list[tuple[str, str]]:
 
 
 _RUNNING: set[subprocess.Popen[str]] = set()
-"""Builds in flight: stopped with this script (their locks are then swept by the next load)."""
+"""Builds in flight: killed with this script, their locks removed."""
 
 
 def build(name: str, src: str, timeout: float) -> str:
@@ -79,19 +79,23 @@ def build(name: str, src: str, timeout: float) -> str:
 
 
 def _stop(proc: subprocess.Popen[str]) -> None:
+    """Kill a build and its compilers, then remove the lock it leaves (the checks run as
+    another user, who would wait on this user's lock for ever)."""
     try:
         os.killpg(proc.pid, signal.SIGKILL)
     except ProcessLookupError:
         pass
     proc.wait()
+    clear_stale_locks()
 
 
 def _on_term(signum: int, _frame: object) -> None:
     """Stopped by a budget's ``timeout``: no build may go on writing the cache after this
     script (single.sh hands the folder to the sandbox user right after it)."""
-    for proc in list(_RUNNING):
+    running = list(_RUNNING)
+    for proc in running:
         _stop(proc)
-    print(f"stopped by signal {signum}: {len(_RUNNING)} builds killed, not built", flush=True)
+    print(f"stopped by signal {signum}: {len(running)} builds killed, not built", flush=True)
     os._exit(124)
 
 

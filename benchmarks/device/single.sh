@@ -93,7 +93,7 @@ elif [ -n "${RECHECK:-}" ]; then
     TORCH_EXTENSIONS_DIR=$sandbox/torch_extensions timeout "$(left 120)" \
       python3 benchmarks/corpus_live/build_extensions.py --finals traces/corpus-live "${sel[@]}" | grep -v ': built'
     # exit 124: stopped by the budget; its builds were killed, and the checks build them again
-    # (a killed build's lock is swept by the next load: upskills/verify/build_locks.py)
+    # (build_extensions.py removes the locks of the builds it kills: upskills/verify/build_locks.py)
     built=${PIPESTATUS[0]}
     [ "$(id -u)" = 0 ] && chown -R nobody: "$sandbox"; warm=0
     echo "finals' extensions built at $(( $(date +%s) - start )) s (build step exit $built)"

@@ -1,0 +1,56 @@
+"""The pre-build script (benchmarks/corpus_live/build_extensions.py): stopped by its budget, it
+kills its builds and removes the locks they held, so the checks that follow do not wait on them
+(as they did in the sixteenth device session)."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+# A "kernel" whose import takes torch's build lock, as load_inline does, and then builds for a
+# minute. The comment names load_inline so the script counts it as an extension to build.
+SLOW_BUILD = """
+import os, time  # stands in for load_inline
+from torch.utils.file_baton import FileBaton
+lock = os.path.join(os.environ["TORCH_EXTENSIONS_DIR"], "slow_ext", "lock")
+os.makedirs(os.path.dirname(lock), exist_ok=True)
+assert FileBaton(lock).try_acquire()
+time.sleep(60)
+"""
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc"), reason="the lock sweep needs /proc")
+def test_stopped_by_its_budget_it_kills_its_builds_and_removes_their_locks(tmp_path):
+    folder = tmp_path / "sessions" / "slow-s1"
+    folder.mkdir(parents=True)
+    (folder / "state.json").write_text(json.dumps({"current_source": SLOW_BUILD}))
+    ext = tmp_path / "ext"
+    lock = ext / "slow_ext" / "lock"
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            str(ROOT / "benchmarks" / "corpus_live" / "build_extensions.py"),
+            str(folder),
+        ],
+        env=dict(os.environ, TORCH_EXTENSIONS_DIR=str(ext)),
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    deadline = time.monotonic() + 60
+    while not lock.exists() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert lock.exists(), "the build never started"
+    proc.send_signal(signal.SIGTERM)  # what timeout(1) sends when the budget runs out
+    out, _ = proc.communicate(timeout=30)
+    assert proc.returncode == 124, out
+    assert "builds killed" in out
+    assert not lock.exists(), "the killed build's lock was left for the checks to wait on"
