@@ -734,18 +734,11 @@ def test_a_forward_that_counts_its_way_to_the_checked_calls_gains_nothing(add_ta
     """The judge checks timed calls at random positions of the run (and a random one of the
     clock check's back-to-back calls), handed over as soon as each returns: a forward cannot
     count its way to them, nor learn afterwards which ones were kept."""
-    big = add_task.model_copy(
-        update={"variants": [ShapeVariant(name="main", main=True, globals={"N": 1 << 24})]}
-    )
+    big = _big_add(add_task)
     with Verifier("cuda", CheckOptions(seeds=2, timeout_s=300, baselines=False)) as verifier:
         cheat = verifier.check(big, COUNTS_TO_THE_CHECKED_CALLS)
         honest = verifier.check(big, GOOD_ADD)
-    assert honest.passed and honest.timing is not None, honest.message
-    caught = not cheat.passed or cheat.timing is None
-    assert caught or cheat.timing.median_ms >= 0.9 * honest.timing.median_ms, (
-        cheat.timing,
-        honest.timing,
-    )
+    _assert_caught_or_not_faster(cheat, honest)
 
 
 VALUE_KEYED_CACHE = (
@@ -780,9 +773,7 @@ def test_a_result_cached_by_input_values_is_not_timed_as_a_kernel(add_task):
     (Passed on the H200 on 2026-11-30. A lookup kept on the GPU in a compute-bound task is the
     open case: docs/design/verifier.md.)
     """
-    big = add_task.model_copy(
-        update={"variants": [ShapeVariant(name="main", main=True, globals={"N": 1 << 24})]}
-    )
+    big = _big_add(add_task)
     with Verifier("cuda", CheckOptions(seeds=2, timeout_s=300, baselines=False)) as verifier:
         cheat = verifier.check(big, VALUE_KEYED_CACHE)
         honest = verifier.check(big, GOOD_ADD)
@@ -864,15 +855,31 @@ def test_the_gpu_value_keyed_cache_is_correct_code(add_task, cpu_verifier):
     assert verdict.passed, verdict.message
 
 
+def _big_add(add_task):
+    """The add task at 16M elements: 192 MB a call, far from launch overhead."""
+    return add_task.model_copy(
+        update={"variants": [ShapeVariant(name="main", main=True, globals={"N": 1 << 24})]}
+    )
+
+
+def _assert_caught_or_not_faster(cheat, honest) -> None:
+    """A cheat either fails its verdict or is timed no faster than the honest kernel."""
+    assert honest.passed and honest.timing is not None, honest.message
+    caught = not cheat.passed or cheat.timing is None
+    assert caught or cheat.timing.median_ms >= 0.9 * honest.timing.median_ms, (
+        cheat.message,
+        cheat.timing,
+        honest.timing,
+    )
+
+
 @pytest.mark.gpu
 def test_a_result_cached_on_the_gpu_by_input_values_gains_nothing(add_task):
     """The lookup stays on the GPU (no synchronisation to pay for). Every timed call's inputs
     are perturbed by the judge (upskills/verify/perturb.py), so no key of a few values hits:
     the cheat computes every call, plus its bookkeeping. Unperturbed, it hits on every timed
     call after the first three and reads two thirds of the bytes (~0.67x the honest time)."""
-    big = add_task.model_copy(
-        update={"variants": [ShapeVariant(name="main", main=True, globals={"N": 1 << 24})]}
-    )
+    big = _big_add(add_task)
     options = CheckOptions(seeds=2, timeout_s=300, baselines=False)
     with Verifier("cuda", options) as verifier:
         cheat = verifier.check(big, GPU_VALUE_KEYED_CACHE)
@@ -880,12 +887,7 @@ def test_a_result_cached_on_the_gpu_by_input_values_gains_nothing(add_task):
         unmended = verifier.check(
             big, GPU_VALUE_KEYED_CACHE, options.model_copy(update={"perturb_timing": False})
         )
-    assert honest.passed and honest.timing is not None, honest.message
-    caught = not cheat.passed or cheat.timing is None
-    assert caught or cheat.timing.median_ms >= 0.9 * honest.timing.median_ms, (
-        cheat.timing,
-        honest.timing,
-    )
+    _assert_caught_or_not_faster(cheat, honest)
     # the cheat works where the inputs repeat: what the perturbation is for
     assert unmended.passed and unmended.timing is not None, unmended.message
     assert unmended.timing.median_ms < 0.8 * honest.timing.median_ms, (
@@ -1031,21 +1033,12 @@ def test_the_kept_call_peeker_is_correct_code_outside_the_timer(add_task, cpu_ve
     "the timed loop and sit in its locals",
 )
 def test_a_forward_that_reads_which_calls_are_kept_gains_nothing(add_task):
-    """The judge must not be able to be told which timed calls it will look at."""
-    big = add_task.model_copy(
-        update={"variants": [ShapeVariant(name="main", main=True, globals={"N": 1 << 24})]}
-    )
-    options = CheckOptions(seeds=2, timeout_s=300, baselines=False)
-    with Verifier("cuda", options) as verifier:
+    """The counting cheat's next step: it does not count, it reads which calls are kept."""
+    big = _big_add(add_task)
+    with Verifier("cuda", CheckOptions(seeds=2, timeout_s=300, baselines=False)) as verifier:
         cheat = verifier.check(big, PEEK_AT_KEPT_CALLS)
         honest = verifier.check(big, GOOD_ADD)
-    assert honest.passed and honest.timing is not None, honest.message
-    caught = not cheat.passed or cheat.timing is None
-    assert caught or cheat.timing.median_ms >= 0.9 * honest.timing.median_ms, (
-        cheat.message,
-        cheat.timing,
-        honest.timing,
-    )
+    _assert_caught_or_not_faster(cheat, honest)
 
 
 SLOW_HOST_ADD = GOOD_ADD.replace(
