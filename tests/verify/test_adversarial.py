@@ -1171,3 +1171,50 @@ def test_a_kernel_that_is_cublas_under_another_name_is_caught(add_task):
     assert verdict.guard == "vendor_library" and "cublasSaxpy_v2" in verdict.message, (
         verdict.message
     )
+
+
+# An honest add that takes its time: its inputs stay in the judge's shared memory for seconds.
+SLOW_HONEST_ADD = GOOD_ADD.replace(
+    "    def forward(self, x, y):\n",
+    "    def forward(self, x, y):\n        time.sleep(0.8)\n",
+).replace("import torch\n", "import time\n\nimport torch\n", 1)
+
+# Writes zeros into every judge buffer it can find by name, for three seconds: another check
+# running at the same time on the machine is the victim, not this one's judge.
+SCAN_OTHER_CHECKS = add_attack(
+    "        import glob\n"
+    "        import time\n"
+    "        end = time.monotonic() + 3.0\n"
+    "        while time.monotonic() < end:\n"
+    "            for path in glob.glob('/dev/shm/upsk' + 'ills-*'):\n"
+    "                try:\n"
+    "                    open(path, 'r+b').write(b'\\x00' * 64)\n"
+    "                except OSError:\n"
+    "                    pass\n"
+    "            time.sleep(0.05)\n"
+    "        return x + y\n"
+)
+
+
+def test_a_candidate_cannot_reach_the_buffers_of_another_check(add_task, cpu_verifier):
+    """Two checks at once on one machine (a round's workers, a lift run, xdist): a candidate
+    that scanned /dev/shm overwrote the other check's inputs, and an honest kernel failed as
+    'modified its input' (CI, 2026-12-03). The judge's buffers now have no name: they cross
+    as file descriptors beside the message, as VMM buffers do on a GPU."""
+    import threading
+
+    from upskills.verify import CheckOptions, Verifier
+
+    verdicts = {}
+
+    def honest() -> None:
+        with Verifier("cpu", CheckOptions(seeds=2, timeout_s=120)) as verifier:
+            verdicts["honest"] = verifier.check(add_task, SLOW_HONEST_ADD)
+
+    worker = threading.Thread(target=honest)
+    worker.start()
+    try:
+        verdicts["cheat"] = cpu_verifier.check(add_task, SCAN_OTHER_CHECKS)
+    finally:
+        worker.join(180)
+    assert verdicts["honest"].passed, verdicts["honest"].message

@@ -19,7 +19,7 @@ from upskills.verify.protocol import (
     Scalar,
     TensorHandle,
     Trial,
-    vmm_ids,
+    fd_ids,
 )
 
 
@@ -49,9 +49,12 @@ def _file_with(text: str) -> int:
     return fd
 
 
-def test_vmm_ids_lists_each_allocation_once_in_message_order():
-    assert vmm_ids(_trial().model_dump(mode="json")) == [3, 1, 7]
-    assert vmm_ids({"inputs": [{"kind": "scalar", "value": 1}]}) == []
+def test_fd_ids_lists_each_allocation_once_in_message_order():
+    assert fd_ids(_trial().model_dump(mode="json")) == [3, 1, 7]
+    shm = TensorHandle(dtype="float32", shape=[4], stride=[1], nbytes=16, shm_alloc=5)
+    both = Trial(label="d", inputs=[shm, _handle(3)], outputs=[_handle(3), shm], structure="t")
+    assert fd_ids(both.model_dump(mode="json")) == [5, 3]  # one numbering for both kinds
+    assert fd_ids({"inputs": [{"kind": "scalar", "value": 1}]}) == []
 
 
 def test_descriptors_travel_beside_a_message_and_pair_with_its_buffers():
@@ -110,3 +113,26 @@ def test_a_count_mismatch_is_an_error_and_closes_what_came():
 def test_a_buffer_without_its_descriptor_is_refused():
     with pytest.raises(ValueError, match="no file descriptor came with buffer 3"):
         transport.open_handle(_handle(3))
+
+
+def test_a_cpu_buffer_has_no_name_and_opens_only_from_its_descriptor():
+    """The judge's shared-memory buffers are nameless files: nothing in /dev/shm to find."""
+    import torch
+
+    arena = transport.SharedArena()
+    before = set(os.listdir("/dev/shm")) if os.path.isdir("/dev/shm") else set()
+    shared, handle = transport.share(torch.arange(6, dtype=torch.float32), arena)
+    try:
+        assert handle.shm_alloc is not None
+        if os.path.isdir("/dev/shm"):
+            assert set(os.listdir("/dev/shm")) == before
+        raw = Trial(label="d", inputs=[handle], outputs=[], structure="t").model_dump(mode="json")
+        with pytest.raises(ValueError, match="no file descriptor"):
+            transport.open_handle(handle)
+        transport.receive_fds(raw, arena.fds_for(Trial.model_validate(raw)))
+        view = transport.open_handle(handle)
+        view[2] = 42.0  # the candidate writes through its mapping; the judge sees it
+        assert shared[2].item() == 42.0
+    finally:
+        transport.release_opened()
+        arena.close()

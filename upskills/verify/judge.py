@@ -75,8 +75,6 @@ class JudgeJob(BaseModel):
     perturb_timing: bool = True
     flush: FlushMode = "write"
     timeout_s: float
-    share_with_others: bool = False
-    """Shared-memory files readable by another user (the candidate runs as ``nobody``)."""
     candidate_parent: int | None = None
     """The candidate zygote's pid: the candidate's process is its child. Another process that
     connects first (one a candidate left running, found through ``/proc/net/unix``) is an
@@ -153,7 +151,7 @@ class Judge:
         self.device = job.device
         self.chan = chan
         self.deadline = deadline
-        self.arena = SharedArena(readable_by_others=job.share_with_others)
+        self.arena = SharedArena()
         self.clock = _Clock()
         self.result = JudgeResult(timing_status="unavailable" if job.device == "cpu" else "skipped")
         self.matmul = is_matmul_class(self.task.tags)

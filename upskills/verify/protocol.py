@@ -60,7 +60,7 @@ class CudaVmm(_Message):
     """A judge allocation made with CUDA's VMM API.
 
     Its file descriptor travels beside the message (``SCM_RIGHTS``), in the order
-    :func:`vmm_ids` lists the message's allocations.
+    :func:`fd_ids` lists the message's allocations.
     """
 
     device: int
@@ -85,8 +85,9 @@ class TensorHandle(_Message):
     """Storage offset, in elements."""
     nbytes: int
     """Bytes of the storage behind it."""
-    shm: str | None = None
-    """CPU: path of the shared-memory file holding the storage."""
+    shm_alloc: int | None = None
+    """CPU: the shared-memory allocation holding the storage (its number within the check). The
+    file has no name: its descriptor travels beside the message, in :func:`fd_ids` order."""
     cuda: CudaIpc | None = None
     """CUDA: the IPC handle of the storage."""
     vmm: CudaVmm | None = None
@@ -409,11 +410,11 @@ class Channel:
         return cast(dict[str, object], value)
 
 
-def vmm_ids(raw: object) -> list[int]:
-    """The VMM allocations a message names, each once, in the order they appear.
+def fd_ids(raw: object) -> list[int]:
+    """The allocations a message names (VMM and shared memory), each once, in order.
 
     The judge sends their descriptors in this order; the candidate pairs them up the same way
-    from the JSON it received.
+    from the JSON it received. Both kinds share one numbering within a check.
     """
     seen: dict[int, None] = {}
 
@@ -423,6 +424,9 @@ def vmm_ids(raw: object) -> list[int]:
             vmm = d.get("vmm")
             if isinstance(vmm, dict) and isinstance(cast(dict[str, object], vmm).get("alloc"), int):
                 seen.setdefault(cast(int, cast(dict[str, object], vmm)["alloc"]), None)
+            shm = d.get("shm_alloc")
+            if isinstance(shm, int) and not isinstance(shm, bool):
+                seen.setdefault(shm, None)
             for v in d.values():
                 walk(v)
         elif isinstance(value, list):

@@ -14,18 +14,14 @@ from __future__ import annotations
 
 import mmap
 import os
-import secrets
 import tempfile
 import weakref
-from pathlib import Path
 from typing import Any, cast
 
 from pydantic import BaseModel
 
 from upskills.verify.cuda_vmm import Mapping, VmmError, close_fds
-from upskills.verify.protocol import Arg, CudaIpc, CudaVmm, Scalar, Sequence, TensorHandle, vmm_ids
-
-_SHM_ROOT = Path("/dev/shm") if Path("/dev/shm").is_dir() else Path(tempfile.gettempdir())
+from upskills.verify.protocol import Arg, CudaIpc, CudaVmm, Scalar, Sequence, TensorHandle, fd_ids
 
 
 def dtype_name(dtype: Any) -> str:
@@ -43,11 +39,19 @@ def _torch_dtype(name: str) -> Any:
 
 
 class SharedArena:
-    """Shared-memory files the judge created for one check; removed on :meth:`close`."""
+    """The judge's buffers for one check: shared-memory files on CPU, VMM allocations on a GPU.
 
-    def __init__(self, readable_by_others: bool = False) -> None:
-        self.paths: list[Path] = []
-        self.mode = 0o666 if readable_by_others else 0o600
+    Neither has a name another process could find. A shared-memory file is made without one
+    (``memfd_create``) and reaches the candidate only as a descriptor beside the message that
+    names it, as a VMM allocation does; until 2026-12-03 they were files in ``/dev/shm`` open to
+    every user, and a candidate that scanned the folder wrote into the inputs of another check
+    running on the machine (``tests/verify/test_adversarial.py``).
+    """
+
+    def __init__(self) -> None:
+        self._fds: dict[int, int] = {}
+        """Shared-memory allocation -> its descriptor (kept open: the only way to it)."""
+        self._next = 0
         self._keep: list[Any] = []
         self._vmm: dict[int, weakref.ref[Mapping]] = {}
         self.vmm_failure: str | None = None
@@ -70,7 +74,7 @@ class SharedArena:
         except VmmError as exc:
             self.vmm_failure = str(exc)
             return None
-        alloc = len(self._vmm)
+        alloc = self._new_alloc()
         self._vmm[alloc] = weakref.ref(mapping)
         flat = mapping.tensor()[:nbytes]
         return flat[: span * itemsize].view(dtype), CudaVmm(
@@ -78,15 +82,18 @@ class SharedArena:
         )
 
     def fds_for(self, message: BaseModel) -> list[int]:
-        """New descriptors of the allocations ``message`` names, in :func:`vmm_ids` order.
+        """New descriptors of the allocations ``message`` names, in :func:`fd_ids` order.
 
         The caller closes them once sent.
         """
         fds: list[int] = []
-        if not self._vmm:  # CPU, or the IPC fallback: nothing to send (and no dump to walk)
+        if not self._vmm and not self._fds:  # the IPC fallback: nothing to send, nothing to walk
             return fds
         try:
-            for alloc in vmm_ids(message.model_dump(mode="json")):
+            for alloc in fd_ids(message.model_dump(mode="json")):
+                if alloc in self._fds:
+                    fds.append(os.dup(self._fds[alloc]))
+                    continue
                 mapping = self._vmm[alloc]()
                 if mapping is None:
                     raise RuntimeError(f"buffer {alloc} was freed before the message naming it")
@@ -96,42 +103,54 @@ class SharedArena:
             raise
         return fds
 
+    def _new_alloc(self) -> int:
+        self._next += 1
+        return self._next - 1
+
     def empty(self, shape: list[int], stride: list[int], dtype: Any, span: int) -> Any:
-        """A CPU tensor of ``span`` elements' storage in a new shared-memory file."""
+        """A CPU tensor of ``span`` elements' storage in a new nameless shared-memory file.
+
+        Returns ``(tensor, allocation number)``.
+        """
         import torch
 
         itemsize = torch.empty((), dtype=dtype).element_size()
         nbytes = max(1, span * itemsize)
-        path = _SHM_ROOT / f"upskills-{secrets.token_hex(12)}"
-        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o600)
+        fd = _nameless_file()
         try:
-            os.fchmod(fd, self.mode)
             os.ftruncate(fd, nbytes)
             mapped = mmap.mmap(fd, nbytes)
-        finally:
+        except BaseException:
             os.close(fd)
-        self.paths.append(path)
+            raise
+        alloc = self._new_alloc()
+        self._fds[alloc] = fd
         self._keep.append(mapped)
         flat = torch.frombuffer(mapped, dtype=torch.uint8, count=nbytes)
         base = flat[: span * itemsize].view(dtype) if span else flat[:0].view(dtype)
-        return base.as_strided(shape, stride, 0), path
+        return base.as_strided(shape, stride, 0), alloc
 
     def close(self) -> None:
-        """Unlink every file and release every CUDA allocation still alive.
+        """Close every shared-memory descriptor and release every CUDA allocation still alive.
 
         Shared-memory mappings stay valid until the process exits.
         """
-        for path in self.paths:
-            try:
-                path.unlink()
-            except FileNotFoundError:
-                pass
-        self.paths.clear()
+        close_fds(list(self._fds.values()))
+        self._fds.clear()
         for ref in self._vmm.values():
             mapping = ref()
             if mapping is not None:
                 mapping.close()
         self._vmm.clear()
+
+
+def _nameless_file() -> int:
+    """A read-write file no other process can open by name (``memfd``; else unlinked at once)."""
+    if hasattr(os, "memfd_create"):
+        return os.memfd_create("upskills-buffer", os.MFD_CLOEXEC)
+    fd, path = tempfile.mkstemp(prefix="upskills-")
+    os.unlink(path)
+    return fd
 
 
 def _span(tensor: Any) -> int:
@@ -162,8 +181,7 @@ def share(tensor: Any, arena: SharedArena) -> tuple[Any, TensorHandle]:
     span = _span(tensor)
     where: dict[str, Any] = {}
     if tensor.device.type == "cpu":
-        base, path = arena.empty(shape, stride, tensor.dtype, span)
-        where["shm"] = str(path)
+        base, where["shm_alloc"] = arena.empty(shape, stride, tensor.dtype, span)
     elif (made := arena.cuda_empty(span, tensor.dtype, tensor.device.index or 0)) is not None:
         base, where["vmm"] = made
     else:
@@ -235,13 +253,12 @@ def open_handle(handle: TensorHandle) -> Any:
     import torch
 
     dtype = _torch_dtype(handle.dtype)
-    if handle.shm is not None:
-        fd = os.open(handle.shm, os.O_RDWR)
-        try:
-            size = os.fstat(fd).st_size
-            mapped = mmap.mmap(fd, size)
-        finally:
-            os.close(fd)
+    if handle.shm_alloc is not None:
+        fd = _RECEIVED.get(handle.shm_alloc)
+        if fd is None:
+            raise ValueError(f"no file descriptor came with buffer {handle.shm_alloc}")
+        size = os.fstat(fd).st_size
+        mapped = mmap.mmap(fd, size)  # the descriptor is closed with the request's others
         _MAPPINGS.append(mapped)
         flat = torch.frombuffer(mapped, dtype=torch.uint8, count=size)
         itemsize = torch.empty((), dtype=dtype).element_size()
@@ -310,7 +327,7 @@ _RECEIVED: dict[int, int] = {}
 
 def receive_fds(raw: dict[str, object], fds: list[int]) -> None:
     """Pair the descriptors that came with a request with the allocations it names."""
-    ids = vmm_ids(raw)
+    ids = fd_ids(raw)
     if len(ids) != len(fds):
         close_fds(fds)
         raise ValueError(f"{len(fds)} file descriptors came for {len(ids)} buffers")

@@ -75,17 +75,6 @@ def resolve_candidate(candidate: str | Path) -> tuple[str, str]:
     return candidate, "candidate.py"
 
 
-def sandbox_user_differs() -> bool:
-    """True when candidates run as another user (root drops them to ``nobody``)."""
-    import os
-
-    if os.geteuid() != 0 or os.environ.get("UPSKILLS_SANDBOX_USER", "nobody") == "none":
-        return False
-    from upskills.verify.candidate_host import runtime_readable_by_others
-
-    return runtime_readable_by_others()
-
-
 def _where_in_log(log: str, path: str, display: str) -> str:
     """Innermost ``display:line in func`` of a faulthandler dump in the child's log."""
     where = ""
@@ -272,7 +261,6 @@ class Verifier:
             perturb_timing=options.perturb_timing,
             flush=options.flush,
             timeout_s=options.timeout_s,
-            share_with_others=sandbox_user_differs(),
             candidate_parent=self.candidates.pid(),
             static_notes=notes,
         )
