@@ -86,7 +86,7 @@ elif [ -n "${RECHECK:-}" ]; then
   elif [ -n "${RECHECK_FROM:-}" ]; then cp "$RECHECK_FROM" "$OUT/recheck.jsonl"; fi
   sel=(--tasks "$RECHECK"); [ "$RECHECK" = all ] && sel=()
   warm=${WARM:-3}
-  if [ "$warm" = build ] && [ "$(left 120)" -lt 30 ]; then
+  if [ "$warm" = build ] && [ "$(left 120)" -lt 90 ]; then  # one build takes 50-80 s here
     echo "finals' extensions not built: $(left) s left; the re-check builds each as it goes"; warm=0
   elif [ "$warm" = build ]; then  # the finals' CUDA extensions built all at once, no untimed pass
     sandbox=/tmp/upskills-sandbox-$(id -u); mkdir -p "$sandbox/torch_extensions"
