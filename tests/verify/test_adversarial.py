@@ -1173,6 +1173,19 @@ def test_a_kernel_that_is_cublas_under_another_name_is_caught(add_task):
     )
 
 
+@pytest.mark.gpu
+def test_an_audit_of_every_timed_call_catches_the_kept_call_reader(add_task):
+    """With ``audit_timed_calls`` the judge verifies fingerprints of calls it draws after the
+    run: the reader's skipped calls show, and the honest kernel passes the same audit."""
+    big = _big_add(add_task)
+    audit = CheckOptions(seeds=2, timeout_s=300, baselines=False, audit_timed_calls=True)
+    with Verifier("cuda", audit) as verifier:
+        cheat = verifier.check(big, PEEK_AT_KEPT_CALLS)
+        honest = verifier.check(big, GOOD_ADD)
+    _assert_caught_or_not_faster(cheat, honest)
+    assert not cheat.passed and cheat.guard == "timed_result", cheat.message
+
+
 # An honest add that takes its time: its inputs stay in the judge's shared memory for seconds.
 SLOW_HONEST_ADD = GOOD_ADD.replace(
     "    def forward(self, x, y):\n",

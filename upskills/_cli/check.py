@@ -94,6 +94,13 @@ class CheckError(click.ClickException):
     "(its dirty lines' write-back lands in the timed call) or read one (L2 left clean).",
 )
 @click.option(
+    "--audit-timed-calls",
+    "audit",
+    is_flag=True,
+    help="Fingerprint every timed call's outputs and verify calls drawn after the run "
+    "(off by default until its first GPU run; docs/design/verifier.md).",
+)
+@click.option(
     "--timeout",
     type=click.FloatRange(min=1),
     default=120.0,
@@ -134,6 +141,7 @@ def cli(
     no_timing: bool,
     fresh_baselines: bool,
     flush: str,
+    audit: bool,
     timeout: float,
     variants: tuple[str, ...],
     seed: int | None,
@@ -157,6 +165,7 @@ def cli(
         timing=not no_timing,
         fresh_baselines=fresh_baselines,
         flush="read" if flush == "read" else "write",
+        audit_timed_calls=audit,
         timeout_s=timeout,
         variants=list(variants) or None,
         seed=seed,

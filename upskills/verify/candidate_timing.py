@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any, cast
 
+from upskills.verify.fingerprint import fingerprints
 from upskills.verify.perturb import perturb_inputs
 from upskills.verify.protocol import Bulk, BulkDone, TensorHandle, TimeDone, TimeRun
 from upskills.verify.transport import clone_tree, copy_into, import_args, keep_mapped, open_handle
@@ -60,6 +61,16 @@ class TimingRequests:
             return pick
 
         times: list[float] = []
+        prints: list[Any] = []  # one 1-d tensor a timed call, on the device: no sync per call
+        seed = req.fingerprint_seed
+
+        def fingerprint(out: Any) -> None:
+            items = flatten_any(out)[1]
+            if seed is not None and all(isinstance(t, torch.Tensor) for t in items):
+                prints.append(fingerprints(items, seed))
+            elif seed is not None:  # not tensors: a fingerprint no reference has
+                prints.append(torch.full((len(items),), float("nan"), dtype=torch.float64))
+
         before = self.watch.counter.state.launches
         keep = max(1, len(req.keep))
         slots = [[open_handle(h) for h in buffers] for buffers in req.keep]  # mapped untimed
@@ -82,6 +93,7 @@ class TimingRequests:
                     flush_mode=req.flush,
                     target_s=req.target_ms / 1000.0,
                     times_out=times,
+                    after_each=fingerprint if seed is not None else None,
                 )
         except Exception as exc:  # noqa: BLE001 - a failure while timing
             raise StageFailure(
@@ -97,6 +109,7 @@ class TimingRequests:
             picks=picks,
             launches=self.watch.counter.state.launches - before,
             library_changes=self.watch.library_changes(),
+            fingerprints=[[float(v) for v in p.tolist()] for p in prints],
         )
 
     def bulk(self, req: Bulk) -> BulkDone:

@@ -494,6 +494,7 @@ def _watched_namespaces() -> dict[str, Any]:
 _OWN_MODULES = (
     "upskills.verify.candidate_host",
     "upskills.verify.candidate_timing",
+    "upskills.verify.fingerprint",
     "upskills.verify.perturb",
     "upskills.verify.perturb_kernel",
     "upskills.verify.timing",

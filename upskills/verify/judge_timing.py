@@ -9,11 +9,13 @@ are a ``timing`` verdict, not a number.
 from __future__ import annotations
 
 import random
+import secrets
 import time
 from typing import TYPE_CHECKING, Any, cast
 
 from upskills.tasks.runtime import build_inputs
 from upskills.verify.compare import compare_outputs
+from upskills.verify.fingerprint import expected
 from upskills.verify.judge_outputs import flatten_outputs, trial_seed
 from upskills.verify.perturb import perturb_inputs
 from upskills.verify.protocol import Bulk, BulkDone, Ping, TensorHandle, TimeDone, TimeRun
@@ -34,6 +36,8 @@ KEEP_TIMED_MAX = 6
 KEEP_BYTES = 1 << 30
 CLOCK_TOLERANCE = 0.35
 """The judge's per-call time may exceed the candidate's median by this share (plus slack)."""
+AUDIT_CALLS = 8
+"""Timed calls whose fingerprints the judge verifies, with an audit (drawn after the run)."""
 CLOCK_SLACK_MS = 0.015
 """Per-call launch overhead the judge's clock allows on top of the candidate's events.
 
@@ -82,6 +86,8 @@ def time_main(judge: Judge, prepared: Prepared) -> None:
     # which timed calls are checked: random positions, not the last ones, so a forward that
     # counts its calls cannot be honest on the checked ones alone
     keep_at = [rng.random() for _ in range(n_keep)]
+    # fingerprints of every timed call; which are verified is drawn after the reply
+    print_seed = secrets.randbits(62) if judge.job.audit_timed_calls else None
     judge.clock.add("timing_setup", time.monotonic() - t0)
     t1 = time.monotonic()
     reply = judge.ask(
@@ -94,6 +100,7 @@ def time_main(judge: Judge, prepared: Prepared) -> None:
             keep_at=keep_at,
             perturb=perturb,
             flush=judge.job.flush,
+            fingerprint_seed=print_seed,
         )
     )
     wall_ms = (time.monotonic() - t1) * 1000.0
@@ -127,6 +134,8 @@ def time_main(judge: Judge, prepared: Prepared) -> None:
     if perturb:
         del refs[1:]  # the clock check needs set 0's; a kept call's reference is made again
     _check_kept(judge, prepared, reply, len(times), keep_at, keep, order, perturb, refs)
+    if print_seed is not None:
+        _audit(judge, prepared, reply, len(times), order, perturb, refs, print_seed)
     if sum(times) > wall_ms * 1.05 + 1.0:
         raise StageFailure(
             ErrorClass.TIMING,
@@ -181,6 +190,61 @@ def _check_kept(
                 f"{display}: a timed call returned a wrong result for its inputs "
                 f"({cmp.message}): the candidate behaves differently when timed, or returned "
                 "a result cached from other inputs",
+                guard="timed_result",
+            )
+
+
+def _audit(
+    judge: Judge,
+    prepared: Prepared,
+    reply: TimeDone,
+    reps: int,
+    order: list[int],
+    perturb: list[int],
+    refs: list[list[Any]],
+    seed: int,
+) -> None:
+    """Every timed call was fingerprinted; ``AUDIT_CALLS`` of them, drawn now, must match.
+
+    The draw comes from the operating system's generator after the reply, so nothing in the
+    candidate's process could tell which calls would be verified (:mod:`~.fingerprint`).
+    """
+    display = judge.job.display
+    if len(reply.fingerprints) != reps:
+        raise StageFailure(
+            ErrorClass.GUARD,
+            VerdictStage.TIMING,
+            f"{display}: {len(reply.fingerprints)} fingerprints came back for {reps} timed calls",
+            guard="timed_result",
+        )
+    for i in sorted(random.SystemRandom().sample(range(reps), min(AUDIT_CALLS, reps))):
+        call = 6 + i  # 3 warm-up and 3 estimate calls precede the timed ones
+        pick = order[call % len(order)]
+        if perturb:
+            ref = perturbed_reference(judge, prepared, pick, perturb[call % len(perturb)])
+        else:
+            ref = refs[pick]
+        wanted = expected(ref, seed, judge.task.atol, judge.task.rtol, judge.matmul)
+        del ref
+        got = reply.fingerprints[i]
+        for k, want in enumerate(wanted):
+            if want is None:
+                continue
+            value = got[k] if k < len(got) else float("nan")
+            if not abs(value - want[0]) <= want[1]:  # NaN fails too
+                raise StageFailure(
+                    ErrorClass.GUARD,
+                    VerdictStage.TIMING,
+                    f"{display}: timed call {i} (drawn after the run) returned outputs unlike "
+                    f"its reference: fingerprint {value:.9g}, expected {want[0]:.9g} within "
+                    f"{want[1]:.3g}: the candidate does not compute every timed call",
+                    guard="timed_result",
+                )
+        if len(got) != len(wanted):
+            raise StageFailure(
+                ErrorClass.GUARD,
+                VerdictStage.TIMING,
+                f"{display}: timed call {i} returned {len(got)} outputs, expected {len(wanted)}",
                 guard="timed_result",
             )
 

@@ -181,6 +181,9 @@ class TimeRun(_Message):
     (:mod:`upskills.verify.perturb`); empty: not perturbed."""
     flush: FlushMode = "write"
     """How L2 is flushed before each timed call (:data:`upskills.verify.verdict.FlushMode`)."""
+    fingerprint_seed: int | None = None
+    """When set, every timed call's outputs are fingerprinted with this seed, outside the events
+    (:mod:`upskills.verify.fingerprint`), and returned in ``TimeDone.fingerprints``."""
 
 
 class Bulk(_Message):
@@ -301,6 +304,8 @@ class TimeDone(_Message):
     """Input set of each kept output (oldest first)."""
     launches: int = 0
     library_changes: list[str] = Field(default_factory=list)
+    fingerprints: list[list[float]] = Field(default_factory=list[list[float]])
+    """With ``TimeRun.fingerprint_seed``: one list per timed call, one value per output tensor."""
 
 
 class BulkDone(_Message):

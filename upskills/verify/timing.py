@@ -84,6 +84,7 @@ def time_cuda(
     on_kept: Callable[[Any, Any], None] | None = None,
     max_reps: int = 2000,
     times_out: list[float] | None = None,
+    after_each: Callable[[Any], None] | None = None,
 ) -> tuple[Timing, list[tuple[Any, Any]]]:
     """Time ``fn()`` on the current CUDA device.
 
@@ -106,6 +107,7 @@ def time_cuda(
         on_kept: Receives the calls chosen by ``keep_at``.
         max_reps: At most this many timed calls.
         times_out: When given, each timed call's time (ms) is appended to it.
+        after_each: Called (untimed) with each timed call's output, right after it returns.
 
     Returns:
         ``(timing, last)``: the statistics and ``(tag, output)`` of the last ``keep_last``
@@ -143,13 +145,13 @@ def time_cuda(
     )
     chosen = set(kept_calls(keep_at, reps))
     times: list[float] = []
-    if not keep_at:
-        times = [one() for _ in range(reps)]
-    else:
-        for i in range(reps):
-            times.append(one())
-            if i in chosen and on_kept is not None:
-                on_kept(*last[-1])
+    for i in range(reps):
+        times.append(one())
+        if after_each is not None:
+            after_each(last[-1][1])
+        if keep_at and i in chosen and on_kept is not None:
+            on_kept(*last[-1])
+    if keep_at:
         last = []
     if times_out is not None:
         times_out.extend(times)

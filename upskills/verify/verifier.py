@@ -260,6 +260,7 @@ class Verifier:
             timing=options.timing,
             perturb_timing=options.perturb_timing,
             flush=options.flush,
+            audit_timed_calls=options.audit_timed_calls,
             timeout_s=options.timeout_s,
             candidate_parent=self.candidates.pid(),
             static_notes=notes,
