@@ -896,11 +896,12 @@ def test_a_result_cached_on_the_gpu_by_input_values_gains_nothing(add_task):
     )
 
 
-def _stack_walker(comment: str, on_frame: str) -> str:
+def _stack_walker(comment: str, on_frame: str, before: str = "") -> str:
     """GOOD_ADD whose forward walks up its callers' frames (a stack walk the static check does
-    not see: getattr passed to reduce, built names) and runs ``on_frame`` (code using ``g``, the
-    frame's globals, and ``reach``) at each."""
+    not see: getattr passed to reduce, built names) and runs ``on_frame`` (code using ``f``, the
+    frame, ``g``, its globals, and ``reach``) at each, after ``before`` (once)."""
     body = textwrap.indent(textwrap.dedent(on_frame).strip("\n"), " " * 12)
+    start = textwrap.indent(textwrap.dedent(before).strip("\n") + "\n", " " * 8) if before else ""
     return GOOD_ADD.replace("import torch\n", "import functools\n\nimport torch\n", 1).replace(
         "    def forward(self, x, y):\n",
         f"""    def forward(self, x, y):
@@ -908,7 +909,7 @@ def _stack_walker(comment: str, on_frame: str) -> str:
         def reach(obj, *names):
             return functools.reduce(getattr, names, obj)
 
-        try:
+{start}        try:
             raise ValueError
         except ValueError as e:
             f = reach(e, "__tra" + "ceback__", "tb_" + "frame")
@@ -989,33 +990,19 @@ def test_a_candidate_that_patches_the_verifier_in_its_process_is_caught(
 # will look at; every other call launches the kernel on one block and returns garbage. Guard
 # (d) sees no change, the kept calls and the landed call are right, and events and the judge's
 # clock both see the cheap calls.
-PEEK_AT_KEPT_CALLS = GOOD_ADD.replace(
-    "import torch\n", "import functools\n\nimport torch\n", 1
-).replace(
-    """        out = torch.empty_like(x)
-        n = x.numel()
-""",
-    """        def reach(obj, *names):
-            return functools.reduce(getattr, names, obj)
-
-        honest = True
-        try:
-            raise ValueError
-        except ValueError as e:
-            f = reach(e, "__tra" + "ceback__", "tb_" + "frame")
-        while f is not None:
-            seen = reach(f, "f_" + "locals")
-            if "i" in seen and "chosen" in seen:  # the timer's loop, once the kept calls are set
-                honest = seen["i"] in seen["chosen"]
-                break
-            if "i" in seen and "land_at" in seen:  # the clock check's back-to-back calls
-                honest = seen["i"] == seen["land_at"]
-                break
-            f = reach(f, "f_" + "back")
-        out = torch.empty_like(x)
-        n = x.numel() if honest else 1
-""",
-)
+PEEK_AT_KEPT_CALLS = _stack_walker(
+    "reads which calls the judge keeps, and computes only those",
+    """
+    seen = reach(f, "f_" + "locals")
+    if "i" in seen and "chosen" in seen:  # the timer's loop, once the kept calls are set
+        honest = seen["i"] in seen["chosen"]
+        break
+    if "i" in seen and "land_at" in seen:  # the clock check's back-to-back calls
+        honest = seen["i"] == seen["land_at"]
+        break
+    """,
+    before="honest = True",
+).replace("        n = x.numel()\n", "        n = x.numel() if honest else 1\n")
 
 
 def test_the_kept_call_peeker_is_correct_code_outside_the_timer(add_task, cpu_verifier):
