@@ -34,10 +34,12 @@ KEEP_TIMED = 2
 KEEP_TIMED_MAX = 6
 """At most, while their outputs take no more than ``KEEP_BYTES``."""
 KEEP_BYTES = 1 << 30
-CLOCK_TOLERANCE = 0.35
-"""The judge's per-call time may exceed the candidate's median by this share (plus slack)."""
 AUDIT_CALLS = 8
 """Timed calls whose fingerprints the judge verifies, with an audit (drawn after the run)."""
+UNTIMED_CALLS = 6
+"""Calls before the first timed one: ``time_cuda``'s 3 warm-up and 3 estimate calls."""
+CLOCK_TOLERANCE = 0.35
+"""The judge's per-call time may exceed the candidate's median by this share (plus slack)."""
 CLOCK_SLACK_MS = 0.015
 """Per-call launch overhead the judge's clock allows on top of the candidate's events.
 
@@ -163,8 +165,7 @@ def _check_kept(
 ) -> None:
     """The kept timed calls came back from the calls asked for, each right for its inputs."""
     display = judge.job.display
-    # 3 warm-up and 3 estimate calls precede the timed ones
-    calls = [6 + i for i in kept_calls(keep_at, reps)]
+    calls = [UNTIMED_CALLS + i for i in kept_calls(keep_at, reps)]
     if len(reply.picks) != len(calls) or any(
         p != order[c % len(order)] for p, c in zip(reply.picks, calls, strict=False)
     ):
@@ -218,7 +219,7 @@ def _audit(
             guard="timed_result",
         )
     for i in sorted(random.SystemRandom().sample(range(reps), min(AUDIT_CALLS, reps))):
-        call = 6 + i  # 3 warm-up and 3 estimate calls precede the timed ones
+        call = UNTIMED_CALLS + i
         pick = order[call % len(order)]
         if perturb:
             ref = perturbed_reference(judge, prepared, pick, perturb[call % len(perturb)])
