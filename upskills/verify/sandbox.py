@@ -294,6 +294,10 @@ def _candidate_child(request: dict[str, Any], log_path: str, workdir: str) -> No
 
         payload = request["payload"]
         drop_privileges(workdir)  # on a GPU too: the judge's buffers are VMM memory
+        # another check's candidate (the same user) cannot open this one's /proc/<pid>/fd,
+        # where the judge's buffers sit while a request is served, nor its memory; dropping
+        # to nobody does this too where fs.suid_dumpable is 0, not everywhere
+        _non_dumpable()
         os.chdir(workdir)
         serve_candidate(
             payload["source"], payload["display"], payload["device"], payload["address"], workdir
