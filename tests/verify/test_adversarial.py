@@ -987,9 +987,11 @@ def test_a_candidate_that_patches_the_verifier_in_its_process_is_caught(
 # Reads, patches nothing: the forward looks up its callers' frames for the timer's loop (its
 # index ``i`` and the set ``chosen`` of calls whose outputs go to the judge) and the clock
 # check's back-to-back loop (``i`` and ``land_at``), and computes only the calls the judge
-# will look at; every other call launches the kernel on one block and returns garbage. Guard
-# (d) sees no change, the kept calls and the landed call are right, and events and the judge's
-# clock both see the cheap calls.
+# will look at; every other call computes a quarter of the output and leaves the rest as it
+# finds it. Guard (d) sees no change, the kept calls and the landed call are right, and events
+# and the judge's clock both see the cheap calls. (Its first form launched one element: the
+# host cost of its stack walk then showed on the judge's clock, and the CUDA-graph check,
+# which captures an honest call, caught it; a quarter hides under the clock.)
 PEEK_AT_KEPT_CALLS = _stack_walker(
     "reads which calls the judge keeps, and computes only those",
     """
@@ -1002,7 +1004,7 @@ PEEK_AT_KEPT_CALLS = _stack_walker(
         break
     """,
     before="honest = True",
-).replace("        n = x.numel()\n", "        n = x.numel() if honest else 1\n")
+).replace("        n = x.numel()\n", "        n = x.numel() if honest else x.numel() // 4\n")
 
 
 def test_the_kept_call_peeker_is_correct_code_outside_the_timer(add_task, cpu_verifier):
@@ -1013,19 +1015,28 @@ def test_the_kept_call_peeker_is_correct_code_outside_the_timer(add_task, cpu_ve
 
 
 @pytest.mark.gpu
-@pytest.mark.xfail(
-    strict=True,
-    reason="known hole, found 2026-12-03 without a GPU to run it on (docs/design/verifier.md, "
-    "'Open: a forward that reads the harness's frames'): the kept calls are chosen before "
-    "the timed loop and sit in its locals",
-)
-def test_a_forward_that_reads_which_calls_are_kept_gains_nothing(add_task):
-    """The counting cheat's next step: it does not count, it reads which calls are kept."""
+def test_a_forward_that_reads_which_calls_are_kept_is_caught_by_the_audit(add_task):
+    """The counting cheat's next step: it does not count, it reads which calls are kept. The
+    audit (fingerprints of every timed call, verified on calls drawn after the run) catches
+    it; without the audit it passes ~4x faster than the honest add: the hole it closes."""
     big = _big_add(add_task)
-    with Verifier("cuda", CheckOptions(seeds=2, timeout_s=300, baselines=False)) as verifier:
+    options = CheckOptions(seeds=2, timeout_s=300, baselines=False)
+    assert options.audit_timed_calls  # the default
+    with Verifier("cuda", options) as verifier:
         cheat = verifier.check(big, PEEK_AT_KEPT_CALLS)
         honest = verifier.check(big, GOOD_ADD)
-    _assert_caught_or_not_faster(cheat, honest)
+        unaudited = verifier.check(
+            big, PEEK_AT_KEPT_CALLS, options.model_copy(update={"audit_timed_calls": False})
+        )
+    print("audited:", cheat.message, "| honest:", honest.timing, "| unaudited:", unaudited.timing)
+    assert honest.passed and honest.timing is not None, honest.message
+    assert not cheat.passed and cheat.guard == "timed_result", cheat.message
+    assert "drawn after the run" in cheat.message
+    assert unaudited.passed and unaudited.timing is not None, unaudited.message
+    assert unaudited.timing.median_ms < 0.6 * honest.timing.median_ms, (
+        unaudited.timing,
+        honest.timing,
+    )
 
 
 SLOW_HOST_ADD = GOOD_ADD.replace(
@@ -1090,7 +1101,7 @@ def test_a_candidate_that_slows_the_cached_baseline_gains_nothing(
     the candidate ran, puts rewritten entries back and fails the verdict. As root, a CUDA
     candidate runs as ``nobody`` and cannot write it at all."""
     from upskills.verify.baselines import lookup_baseline, snapshot_cache
-    from upskills.verify.verifier import sandbox_user_differs
+    from upskills.verify.sandbox import sandbox_user_differs
 
     if user == "judge's":
         monkeypatch.setenv("UPSKILLS_SANDBOX_USER", "none")
@@ -1158,19 +1169,6 @@ def test_a_kernel_that_is_cublas_under_another_name_is_caught(add_task):
     assert verdict.guard == "vendor_library" and "cublasSaxpy_v2" in verdict.message, (
         verdict.message
     )
-
-
-@pytest.mark.gpu
-def test_an_audit_of_every_timed_call_catches_the_kept_call_reader(add_task):
-    """With ``audit_timed_calls`` the judge verifies fingerprints of calls it draws after the
-    run: the reader's skipped calls show, and the honest kernel passes the same audit."""
-    big = _big_add(add_task)
-    audit = CheckOptions(seeds=2, timeout_s=300, baselines=False, audit_timed_calls=True)
-    with Verifier("cuda", audit) as verifier:
-        cheat = verifier.check(big, PEEK_AT_KEPT_CALLS)
-        honest = verifier.check(big, GOOD_ADD)
-    _assert_caught_or_not_faster(cheat, honest)
-    assert not cheat.passed and cheat.guard == "timed_result", cheat.message
 
 
 # An honest add that takes its time: its inputs stay in the judge's shared memory for seconds.

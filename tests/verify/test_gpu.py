@@ -113,7 +113,7 @@ def test_a_cuda_candidate_runs_as_another_user(cuda_verifier, add_task):
     """As root, CUDA candidates drop to ``nobody`` like CPU ones: the judge's buffers are VMM
     memory whose descriptors cross users (CUDA IPC handles did not), so a candidate can no
     longer write the judge's files (baseline caches of other judges among them)."""
-    from upskills.verify.verifier import sandbox_user_differs
+    from upskills.verify.sandbox import sandbox_user_differs
 
     if not sandbox_user_differs():
         pytest.skip("not root (or UPSKILLS_SANDBOX_USER=none): candidates keep the user")

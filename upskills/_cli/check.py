@@ -94,11 +94,13 @@ class CheckError(click.ClickException):
     "(its dirty lines' write-back lands in the timed call) or read one (L2 left clean).",
 )
 @click.option(
-    "--audit-timed-calls",
+    "--audit-timed-calls/--no-audit-timed-calls",
     "audit",
-    is_flag=True,
-    help="Fingerprint every timed call's outputs and verify calls drawn after the run "
-    "(off by default until its first GPU run; docs/design/verifier.md).",
+    default=True,
+    show_default=True,
+    help="Fingerprint every timed call's outputs and verify calls drawn after the run, so a "
+    "forward that reads which calls are kept cannot compute those alone "
+    "(docs/design/verifier.md). Off only to measure what the audit costs.",
 )
 @click.option(
     "--timeout",

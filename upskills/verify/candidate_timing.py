@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any, cast
 
-from upskills.verify.fingerprint import fingerprints
+from upskills.verify.fingerprint import PROJECTIONS, fingerprints
 from upskills.verify.perturb import perturb_inputs
 from upskills.verify.protocol import Bulk, BulkDone, TensorHandle, TimeDone, TimeRun
 from upskills.verify.transport import clone_tree, copy_into, import_args, keep_mapped, open_handle
@@ -64,12 +64,13 @@ class TimingRequests:
         prints: list[Any] = []  # one 1-d tensor a timed call, on the device: no sync per call
         seed = req.fingerprint_seed
 
-        def fingerprint(out: Any) -> None:
+        def fingerprint(out: Any) -> None:  # the i-th timed call's, i = len(prints)
             items = flatten_any(out)[1]
             if seed is not None and all(isinstance(t, torch.Tensor) for t in items):
-                prints.append(fingerprints(items, seed))
+                prints.append(fingerprints(items, seed, len(prints)))
             elif seed is not None:  # not tensors: a fingerprint no reference has
-                prints.append(torch.full((len(items),), float("nan"), dtype=torch.float64))
+                size = len(items) * PROJECTIONS
+                prints.append(torch.full((size,), float("nan"), dtype=torch.float64))
 
         before = self.watch.counter.state.launches
         keep = max(1, len(req.keep))
@@ -109,7 +110,7 @@ class TimingRequests:
             picks=picks,
             launches=self.watch.counter.state.launches - before,
             library_changes=self.watch.library_changes(),
-            fingerprints=[[float(v) for v in p.tolist()] for p in prints],
+            fingerprints=_to_lists(prints),
         )
 
     def bulk(self, req: Bulk) -> BulkDone:
@@ -177,9 +178,13 @@ class TimingRequests:
             if self.graph is None:
                 raise RuntimeError("no graph was captured")
             graph, out, _, _ = self.graph
+            start = torch.cuda.Event(enable_timing=True)
+            end = torch.cuda.Event(enable_timing=True)
             torch.cuda.synchronize()
+            start.record()
             for _ in range(req.calls):
                 graph.replay()
+            end.record()
             torch.cuda.synchronize()
         except Exception as exc:  # noqa: BLE001 - not capturable: the judge says so
             raise StageFailure(
@@ -189,7 +194,7 @@ class TimingRequests:
                 f"{str(exc).strip()[:300]}",
             ) from exc
         self._land(out, req.outputs)
-        return BulkDone(launches=req.calls)
+        return BulkDone(event_ms=float(start.elapsed_time(end)), launches=req.calls)
 
 
 def _copy_items(out: Any, bufs: list[Any]) -> None:
@@ -200,3 +205,16 @@ def _copy_items(out: Any, bufs: list[Any]) -> None:
     for item, buf in zip(items, bufs, strict=False):
         if isinstance(item, torch.Tensor) and list(item.shape) == list(buf.shape):
             buf.copy_(item)
+
+
+def _to_lists(prints: list[Any]) -> list[list[float]]:
+    """The timed calls' fingerprints as lists, in one copy from the device."""
+    import torch
+
+    if not prints:
+        return []
+    if len({p.numel() for p in prints}) == 1:  # the usual case: one transfer
+        stacked: Any = torch.stack(prints).cpu()
+        rows = cast("list[list[float]]", stacked.tolist())
+        return [[float(v) for v in row] for row in rows]
+    return [[float(v) for v in p.cpu().tolist()] for p in prints]

@@ -482,9 +482,10 @@ def _watched_namespaces() -> dict[str, Any]:
     # the static check did not see) and rebinds one, say the perturbation, is caught here.
     for name in _OWN_MODULES:
         spaces[name] = importlib.import_module(name)
-    try:  # the perturbation's kernel is made on first use: made now, so the snapshot holds it
+    try:  # the verifier's kernels are made on first use: made now, so the snapshot holds them
         spaces["upskills.verify.perturb_kernel"].fused_kernel()
-    except ImportError:  # no Triton here: it stays unmade, and the PyTorch ops serve
+        spaces["upskills.verify.fingerprint_kernel"].projection_kernel()
+    except ImportError:  # no Triton here: they stay unmade, and the PyTorch ops serve
         pass
     for name, cls in _OWN_CLASSES:
         spaces[f"{name}.{cls}"] = getattr(spaces[name], cls)
@@ -495,6 +496,7 @@ _OWN_MODULES = (
     "upskills.verify.candidate_host",
     "upskills.verify.candidate_timing",
     "upskills.verify.fingerprint",
+    "upskills.verify.fingerprint_kernel",
     "upskills.verify.perturb",
     "upskills.verify.perturb_kernel",
     "upskills.verify.timing",

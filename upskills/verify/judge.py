@@ -74,7 +74,7 @@ class JudgeJob(BaseModel):
     timing: bool = True
     perturb_timing: bool = True
     flush: FlushMode = "write"
-    audit_timed_calls: bool = False
+    audit_timed_calls: bool = True
     timeout_s: float
     candidate_parent: int | None = None
     """The candidate zygote's pid: the candidate's process is its child. Another process that

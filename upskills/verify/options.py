@@ -39,10 +39,11 @@ class CheckOptions(BaseModel):
     (:data:`upskills.verify.verdict.FlushMode`). ``write`` (the default, and every shipped
     verdict's) charges the call the write-back of the flush's dirty lines; ``read`` leaves L2
     clean. Baselines are cached per flush."""
-    audit_timed_calls: bool = False
+    audit_timed_calls: bool = True
     """Fingerprint every timed call's outputs and verify calls drawn after the run
     (:mod:`upskills.verify.fingerprint`), so a forward that reads which calls the judge keeps
-    cannot compute those alone. Off until its first GPU run (``docs/design/verifier.md``)."""
+    cannot compute those alone. Off only to measure what the audit costs: a verdict timed
+    without it can be fooled (``docs/design/verifier.md``)."""
     seed: int | None = Field(default=None, ge=0)
     """The check's seed (replay a verdict); None draws a fresh one per check."""
     random_shape: bool = True

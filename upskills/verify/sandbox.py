@@ -363,13 +363,22 @@ def _killgroup(pid: int) -> None:
             pass
 
 
-def _prepare_candidate_root() -> Path | None:
-    """As root: a cache folder owned by the sandbox user, shared by candidates across checks."""
+def sandbox_user_differs() -> bool:
+    """True when candidates run as another user (root drops them to ``nobody``).
+
+    Not where the sandbox user is switched off (``UPSKILLS_SANDBOX_USER=none``), nor where
+    Python itself is not readable by others (it lives under ``/root``): they keep the user.
+    """
     if os.geteuid() != 0 or os.environ.get("UPSKILLS_SANDBOX_USER", "nobody") == "none":
-        return None
+        return False
     from upskills.verify.candidate_host import runtime_readable_by_others
 
-    if not runtime_readable_by_others():
+    return runtime_readable_by_others()
+
+
+def _prepare_candidate_root() -> Path | None:
+    """As root: a cache folder owned by the sandbox user, shared by candidates across checks."""
+    if not sandbox_user_differs():
         return None
     import pwd
 
