@@ -1018,8 +1018,14 @@ def test_the_kept_call_peeker_is_correct_code_outside_the_timer(add_task, cpu_ve
 def test_a_forward_that_reads_which_calls_are_kept_is_caught_by_the_audit(add_task):
     """The counting cheat's next step: it does not count, it reads which calls are kept. The
     audit (fingerprints of every timed call, verified on calls drawn after the run) catches
-    it; without the audit it passes ~4x faster than the honest add: the hole it closes."""
-    big = _big_add(add_task)
+    it; without the audit it passes ~4x faster than the honest add: the hole it closes.
+
+    At 128M elements: at 16M (first H200 run) the quarter's ~0.017 ms was under the ~0.05 ms
+    the stack walk costs the host a call, and the clock check caught even the unaudited cheat.
+    """
+    big = add_task.model_copy(
+        update={"variants": [ShapeVariant(name="main", main=True, globals={"N": 1 << 27})]}
+    )
     options = CheckOptions(seeds=2, timeout_s=300, baselines=False)
     assert options.audit_timed_calls  # the default
     with Verifier("cuda", options) as verifier:
