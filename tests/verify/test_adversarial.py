@@ -1045,6 +1045,81 @@ def test_a_forward_that_reads_which_calls_are_kept_is_caught_by_the_audit(add_ta
     )
 
 
+# Computes every timed call (the audit of timed calls passes), but writes a quarter of each
+# time into the timer's list of times (a list is reachable from a frame and can be changed; no
+# function is patched, so guard (d) sees nothing), and in the clock check's back-to-back loop
+# computes only the landed call (``land_at``), so the judge's clock agrees with the forged
+# times. The audited clock check has no landed call: every back-to-back call is on perturbed
+# inputs and any may be verified.
+FORGE_TIMES = (
+    _stack_walker(
+        "writes a quarter of each timed call's time into the timer's list",
+        """
+        seen = reach(f, "f_" + "locals")
+        if "times" in seen and "chosen" in seen:  # the timer's loop
+            t = seen["times"]
+            for j in range(type(self).scaled, len(t)):
+                t[j] = t[j] * 0.25
+            type(self).scaled = len(t)
+            break
+        if "i" in seen and "land_at" in seen:  # the clock check's back-to-back calls
+            honest = seen["i"] == seen["land_at"]
+            break
+        """,
+        before="honest = True",
+    )
+    .replace("        n = x.numel()\n", "        n = x.numel() if honest else x.numel() // 4\n")
+    .replace("class ModelNew(nn.Module):\n", "class ModelNew(nn.Module):\n    scaled = 0\n\n")
+)
+
+
+def test_the_time_forger_is_correct_code_outside_the_timer(add_task, cpu_verifier):
+    assert "t[j] = t[j] * 0.25" in FORGE_TIMES and "scaled = 0" in FORGE_TIMES
+    verdict = cpu_verifier.check(add_task, FORGE_TIMES)
+    assert verdict.passed, verdict.message
+
+
+@pytest.mark.gpu
+def test_a_forward_that_forges_the_timers_list_is_caught_by_the_audited_clock_check(add_task):
+    """Unaudited, the clock check lands one call, which the forger computes alone: it passes
+    ~4x faster than the honest add. Audited, every back-to-back call may be verified, and the
+    judge's clock sees the honest time against the forged events."""
+    big = add_task.model_copy(
+        update={"variants": [ShapeVariant(name="main", main=True, globals={"N": 1 << 27})]}
+    )
+    options = CheckOptions(seeds=2, timeout_s=300, baselines=False, audit_clock_calls=True)
+    with Verifier("cuda", options) as verifier:
+        cheat = verifier.check(big, FORGE_TIMES)
+        honest = verifier.check(big, GOOD_ADD)
+        unaudited = verifier.check(
+            big, FORGE_TIMES, options.model_copy(update={"audit_clock_calls": False})
+        )
+    print("audited:", cheat.message, "| honest:", honest.timing, "| unaudited:", unaudited.timing)
+    assert honest.passed and honest.timing is not None, honest.message
+    assert not cheat.passed and cheat.guard == "clock", cheat.message
+    assert unaudited.passed and unaudited.timing is not None, unaudited.message
+    assert unaudited.timing.median_ms < 0.6 * honest.timing.median_ms, (
+        unaudited.timing,
+        honest.timing,
+    )
+
+
+@pytest.mark.gpu
+def test_an_audited_clock_check_passes_honest_kernels_of_every_size(add_task):
+    """The overhead taken off is the judge's measure, not a constant: a launch-bound add, a
+    mid-size one and a 1.5 GB one pass, and their clock agrees with their events."""
+    sizes = {"small": 1 << 12, "mid": 1 << 20, "big": 1 << 27}
+    options = CheckOptions(seeds=1, timeout_s=300, baselines=False, audit_clock_calls=True)
+    with Verifier("cuda", options) as verifier:
+        for name, n in sizes.items():
+            task = add_task.model_copy(
+                update={"variants": [ShapeVariant(name="main", main=True, globals={"N": n})]}
+            )
+            verdict = verifier.check(task, GOOD_ADD)
+            print(name, verdict.timing, verdict.notes)
+            assert verdict.passed and verdict.timing is not None, (name, verdict.message)
+
+
 SLOW_HOST_ADD = GOOD_ADD.replace(
     "    def forward(self, x, y):\n",
     "    calls = 0\n\n    def forward(self, x, y):\n"

@@ -24,7 +24,7 @@ class FakeJudge:
         self.delays_ms = list(delays_ms)
         self.bulks = 0
         self.clock = SimpleNamespace(add=lambda *_: None)
-        self.job = SimpleNamespace(display="candidate.py", seed=0)
+        self.job = SimpleNamespace(display="candidate.py", seed=0, audit_clock_calls=False)
         self.result = SimpleNamespace(notes=[])
         self.task = SimpleNamespace(atol=1e-5, rtol=1e-5)
         self.matmul = False
@@ -90,3 +90,89 @@ def test_an_honest_small_kernel_passes_and_its_clock_time_is_recorded() -> None:
     # 200 calls slept as one: the judge's per-call time is the claimed one, give or take the
     # sleep's own overhead spread over the calls
     assert timing.clock_ms is not None and 0.05 <= timing.clock_ms < 0.05 + 0.015
+
+
+# The audited clock check (judge_timing._audited_per_call): every back-to-back call on its own
+# perturbed inputs, fingerprinted; a calibration loop without forward first, taken off.
+
+
+def _reference(seed: int) -> list[torch.Tensor]:
+    from upskills.verify.perturb import perturb_inputs
+
+    x = torch.linspace(-3.0, 3.0, 4096)
+    perturb_inputs([x], seed)
+    return [x * 2.0]
+
+
+class AuditedJudge(FakeJudge):
+    """A stand-in for the audited loop: ``overhead_ms`` a call for the copies, perturbations
+    and fingerprints, ``per_call_ms`` more for forward; with ``skip``, every call after the
+    first returns the first's (stale) result."""
+
+    def __init__(self, per_call_ms: float, overhead_ms: float, skip: bool = False) -> None:
+        super().__init__(per_call_ms, [])
+        self.job.audit_clock_calls = True
+        self.overhead_ms = overhead_ms
+        self.skip = skip
+        self.calibrations = 0
+
+    def ask(self, message):  # noqa: ANN001, ANN201 - the protocol's union
+        from upskills.verify.fingerprint import fingerprints
+
+        if isinstance(message, Ping):
+            return Ack()
+        assert message.perturb and message.land_at is None and message.fingerprint_seed is not None
+        per_call = self.overhead_ms + (0.0 if message.calibrate else self.per_call_ms)
+        time.sleep(per_call * message.calls / 1000.0)
+        if message.calibrate:
+            self.calibrations += 1
+            return BulkDone()
+        self.bulks += 1
+        prints = []
+        for i, seed in enumerate(message.perturb[: message.calls]):
+            out = _reference(message.perturb[0] if self.skip and i > 0 else seed)
+            prints.append(fingerprints(out, message.fingerprint_seed, i).tolist())
+        return BulkDone(launches=message.calls, fingerprints=prints)
+
+
+@pytest.fixture
+def audited(monkeypatch):  # noqa: ANN201
+    from upskills.verify import judge_timing
+
+    monkeypatch.setattr(
+        judge_timing, "perturbed_reference", lambda judge, prepared, pick, seed: _reference(seed)
+    )
+
+
+def _run_audited(judge: FakeJudge, events_ms: float) -> Timing:
+    out = torch.ones(4)
+    handle = TensorHandle(dtype="float32", shape=[4], stride=[1], nbytes=16)
+    timing = _timing(events_ms)
+    refill = (SimpleNamespace(), [])
+    clock_check(judge, timing, [], [out], [(out.clone(), handle)], refill)  # type: ignore[arg-type]
+    return timing
+
+
+def test_an_audited_clock_check_takes_the_measured_overhead_off(audited) -> None:  # noqa: ANN001
+    """5 ms a call of copies and fingerprints around a 1 ms call: the judge's clock says
+    ~1 ms, which agrees with the events (without the calibration it would say 6 ms)."""
+    judge = AuditedJudge(per_call_ms=1.0, overhead_ms=5.0)
+    timing = _run_audited(judge, 1.0)
+    assert judge.calibrations == 1 and judge.bulks == 1
+    assert timing.clock_ms is not None and 1.0 <= timing.clock_ms < 1.5
+
+
+def test_an_audited_clock_check_sees_through_forged_events(audited) -> None:  # noqa: ANN001
+    """Events that claim a quarter of the real time (a forward that rewrote the timer's list):
+    every back-to-back call is computed, so the judge's clock says the real time."""
+    judge = AuditedJudge(per_call_ms=4.0, overhead_ms=1.0)
+    with pytest.raises(StageFailure) as err:
+        _run_audited(judge, 1.0)
+    assert err.value.guard == "clock" and "perturbed inputs" in err.value.message
+
+
+def test_an_audited_clock_check_fails_calls_that_were_not_computed(audited) -> None:  # noqa: ANN001
+    judge = AuditedJudge(per_call_ms=1.0, overhead_ms=0.5, skip=True)
+    with pytest.raises(StageFailure) as err:
+        _run_audited(judge, 1.0)
+    assert err.value.guard == "timed_result" and "back-to-back calls drawn" in err.value.message

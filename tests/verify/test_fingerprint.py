@@ -181,3 +181,54 @@ def test_on_the_gpu_the_fused_kernel_gives_the_pytorch_ops_sums_faster(dtype):
     torch_ms = per_call_ms(lambda t: fp._projections_torch(t, salt))
     print(f"fingerprint of {x.numel()} {dtype}: fused {fused_ms:.3f} ms, PyTorch {torch_ms:.3f} ms")
     assert fused_ms < torch_ms
+
+
+def _judge() -> object:
+    from types import SimpleNamespace
+
+    return SimpleNamespace(
+        job=SimpleNamespace(display="candidate.py"),
+        task=SimpleNamespace(atol=None, rtol=None),
+        matmul=False,
+    )
+
+
+@pytest.mark.parametrize("skipped", [0, 1, 2])
+def test_verify_drawn_passes_computed_calls_and_fails_skipped_ones(skipped):
+    """The judge's side (judge_timing.verify_drawn): 32 calls, 8 drawn after the fact. Every
+    call computed passes; every other call, or all but the first, left stale fails."""
+    from upskills.verify.judge_timing import verify_drawn
+    from upskills.verify.worker import StageFailure
+
+    gen = torch.Generator().manual_seed(3)
+    x = torch.randn(1 << 14, generator=gen)
+    refs = []
+    for call in range(32):
+        now = x.clone()
+        perturb_inputs([now], seed=call)
+        refs.append([now * 2])
+    prints = []
+    for call, ref in enumerate(refs):
+        stale = (skipped == 1 and call % 2 == 1) or (skipped == 2 and call > 0)
+        out = refs[0][0] if stale else ref[0] + 1e-6 * torch.randn(ref[0].shape, generator=gen)
+        prints.append(fingerprints([out], 11, call).tolist())
+    run = lambda: verify_drawn(_judge(), prints, 32, 8, lambda i: refs[i], 11, "call")  # noqa: E731
+    if not skipped:
+        run()
+        return
+    with pytest.raises(StageFailure, match="drawn after the run") as info:
+        run()
+    assert info.value.guard == "timed_result"
+
+
+def test_verify_drawn_fails_a_missing_or_short_fingerprint():
+    from upskills.verify.judge_timing import verify_drawn
+    from upskills.verify.worker import StageFailure
+
+    ref = [torch.randn(100)]
+    prints = [fingerprints(ref, 1, i).tolist() for i in range(4)]
+    with pytest.raises(StageFailure, match="3 fingerprints came back for 4 calls"):
+        verify_drawn(_judge(), prints[:3], 4, 4, lambda i: ref, 1, "call")
+    prints[2] = prints[2][:3]
+    with pytest.raises(StageFailure, match="returned 0 outputs' fingerprints"):
+        verify_drawn(_judge(), prints, 4, 4, lambda i: ref, 1, "call")

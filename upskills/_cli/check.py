@@ -103,6 +103,15 @@ class CheckError(click.ClickException):
     "(docs/design/verifier.md). Off only to measure what the audit costs.",
 )
 @click.option(
+    "--audit-clock-calls/--no-audit-clock-calls",
+    "audit_clock",
+    default=False,
+    show_default=True,
+    help="The judge's clock check with every back-to-back call on perturbed inputs and "
+    "fingerprinted (none a forward could compute alone); off until its first GPU run "
+    "(docs/design/verifier.md).",
+)
+@click.option(
     "--timeout",
     type=click.FloatRange(min=1),
     default=120.0,
@@ -144,6 +153,7 @@ def cli(
     fresh_baselines: bool,
     flush: str,
     audit: bool,
+    audit_clock: bool,
     timeout: float,
     variants: tuple[str, ...],
     seed: int | None,
@@ -168,6 +178,7 @@ def cli(
         fresh_baselines=fresh_baselines,
         flush="read" if flush == "read" else "write",
         audit_timed_calls=audit,
+        audit_clock_calls=audit_clock,
         timeout_s=timeout,
         variants=list(variants) or None,
         seed=seed,

@@ -119,6 +119,8 @@ class TimingRequests:
 
         if req.graph:
             return self._graph_bulk(req)
+        if req.perturb:
+            return self._audited_bulk(req)
         inputs = import_args(req.inputs)
         before = self.watch.counter.state.launches
         start = torch.cuda.Event(enable_timing=True)
@@ -139,6 +141,42 @@ class TimingRequests:
         return BulkDone(
             event_ms=float(start.elapsed_time(end)),
             launches=self.watch.counter.state.launches - before,
+        )
+
+    def _audited_bulk(self, req: Bulk) -> BulkDone:
+        """Back-to-back calls, each on its own perturbed copy of the inputs, each fingerprinted.
+
+        No call is landed, so none is one the forward could compute alone: the judge verifies
+        calls it draws after the reply. ``calibrate`` runs the same loop without ``forward``.
+        """
+        import torch
+
+        inputs = import_args(req.inputs)
+        work = [clone_tree(v) for v in inputs]
+        seed = req.fingerprint_seed if req.fingerprint_seed is not None else 0
+        stand_in = [open_handle(h) for h in req.outputs]  # fingerprinted when calibrating
+        before = self.watch.counter.state.launches
+        prints: list[Any] = []
+        with torch.no_grad():
+            torch.cuda.synchronize()
+            for i in range(req.calls):
+                copy_into(work, inputs)
+                perturb_inputs(work, req.perturb[i % len(req.perturb)])
+                if req.calibrate:
+                    prints.append(fingerprints(stand_in, seed, i))
+                    continue
+                out = self.model(*work)
+                items = flatten_any(out)[1]
+                if all(isinstance(t, torch.Tensor) for t in items):
+                    prints.append(fingerprints(items, seed, i))
+                else:  # not tensors: a fingerprint no reference has
+                    nan = float("nan")
+                    prints.append(torch.full((len(items) * PROJECTIONS,), nan, dtype=torch.float64))
+                del out, items
+            torch.cuda.synchronize()
+        self._sync()
+        return BulkDone(
+            launches=self.watch.counter.state.launches - before, fingerprints=_to_lists(prints)
         )
 
     def _land(self, out: Any, handles: list[TensorHandle]) -> None:

@@ -75,6 +75,7 @@ class JudgeJob(BaseModel):
     perturb_timing: bool = True
     flush: FlushMode = "write"
     audit_timed_calls: bool = True
+    audit_clock_calls: bool = False
     timeout_s: float
     candidate_parent: int | None = None
     """The candidate zygote's pid: the candidate's process is its child. Another process that

@@ -11,6 +11,7 @@ from __future__ import annotations
 import random
 import secrets
 import time
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, cast
 
 from upskills.tasks.runtime import build_inputs
@@ -210,37 +211,53 @@ def _audit(
     refs: list[list[Any]],
     seed: int,
 ) -> None:
-    """Every timed call was fingerprinted; ``AUDIT_CALLS`` of them, drawn now, must match.
+    """Every timed call was fingerprinted; ``AUDIT_CALLS`` of them, drawn now, must match."""
+
+    def reference(i: int) -> list[Any]:
+        call = UNTIMED_CALLS + i
+        pick = order[call % len(order)]
+        if perturb:
+            return perturbed_reference(judge, prepared, pick, perturb[call % len(perturb)])
+        return refs[pick]
+
+    verify_drawn(judge, reply.fingerprints, reps, AUDIT_CALLS, reference, seed, "timed call")
+
+
+def verify_drawn(
+    judge: Judge,
+    prints: list[list[float]],
+    calls: int,
+    draws: int,
+    reference: Callable[[int], list[Any]],
+    seed: int,
+    what: str,
+) -> None:
+    """``draws`` of ``calls`` calls' fingerprints, drawn now, must match their references.
 
     The draw comes from the operating system's generator after the reply, so nothing in the
     candidate's process could tell which calls would be verified. The verified projections'
     squared deviations, in units of the tolerance, are pooled (:mod:`~.fingerprint`).
     """
     display = judge.job.display
-    if len(reply.fingerprints) != reps:
+    if len(prints) != calls:
         raise StageFailure(
             ErrorClass.GUARD,
             VerdictStage.TIMING,
-            f"{display}: {len(reply.fingerprints)} fingerprints came back for {reps} timed calls",
+            f"{display}: {len(prints)} fingerprints came back for {calls} {what}s",
             guard="timed_result",
         )
     squares: list[float] = []
     worst = (-1.0, -1)
-    for i in sorted(random.SystemRandom().sample(range(reps), min(AUDIT_CALLS, reps))):
-        call = UNTIMED_CALLS + i
-        pick = order[call % len(order)]
-        if perturb:
-            ref = perturbed_reference(judge, prepared, pick, perturb[call % len(perturb)])
-        else:
-            ref = refs[pick]
+    for i in sorted(random.SystemRandom().sample(range(calls), min(draws, calls))):
+        ref = reference(i)
         wanted = expected(ref, seed, i, judge.task.atol, judge.task.rtol, judge.matmul)
         del ref
-        got = reply.fingerprints[i]
+        got = prints[i]
         if len(got) != len(wanted) * PROJECTIONS:
             raise StageFailure(
                 ErrorClass.GUARD,
                 VerdictStage.TIMING,
-                f"{display}: timed call {i} returned {len(got) // PROJECTIONS} outputs' "
+                f"{display}: {what} {i} returned {len(got) // PROJECTIONS} outputs' "
                 f"fingerprints, expected {len(wanted)}",
                 guard="timed_result",
             )
@@ -256,10 +273,10 @@ def _audit(
         raise StageFailure(
             ErrorClass.GUARD,
             VerdictStage.TIMING,
-            f"{display}: the timed calls drawn after the run returned outputs unlike their "
+            f"{display}: the {what}s drawn after the run returned outputs unlike their "
             f"references: mean squared deviation {mean:.3g} tolerances over {len(squares)} "
-            f"projections (at most {limit:.3g}), worst timed call {worst[1]} ({worst[0]:.3g}): "
-            "the candidate does not compute every timed call",
+            f"projections (at most {limit:.3g}), worst {what} {worst[1]} ({worst[0]:.3g}): "
+            f"the candidate does not compute every {what}",
             guard="timed_result",
         )
 
@@ -337,12 +354,21 @@ def clock_check(
     rtt_ms = min(rtts) * 1000.0
     calls = int(min(200, max(5, 60.0 / max(timing.median_ms, 1e-3))))
     rng = random.Random(judge.job.seed ^ 0xB0C)
-    per_call = _bulk_per_call(judge, calls, wire, ref, bufs, rtt_ms, rng.randrange(calls))
+    overheads: list[float] = []
+
+    def measure() -> float:
+        if judge.job.audit_clock_calls and refill is not None:
+            per, overhead = _audited_per_call(judge, refill[0], calls, wire, bufs, rng)
+            overheads.append(overhead)
+            return per
+        return _bulk_per_call(judge, calls, wire, ref, bufs, rtt_ms, rng.randrange(calls))
+
+    per_call = measure()
     first = per_call
     if _disagrees(per_call, timing.median_ms):
         # once more: a one-off cost (mapping GiB-scale inputs, a first allocation, a busy host)
         # does not repeat, a candidate whose events under-report does; the faster run counts
-        again = _bulk_per_call(judge, calls, wire, ref, bufs, rtt_ms, rng.randrange(calls))
+        again = measure()
         per_call = min(per_call, again)
         if not _disagrees(per_call, timing.median_ms):
             judge.result.notes.append(
@@ -372,8 +398,15 @@ def clock_check(
         ErrorClass.TIMING,
         VerdictStage.TIMING,
         f"{display}: the candidate's events say {timing.median_ms:.4f} ms per call, the "
-        f"judge's clock {per_call:.4f} ms per call over {calls} back-to-back calls: "
-        "timings that disagree with the judge are not reported" + graph_note,
+        f"judge's clock {per_call:.4f} ms per call over {calls} back-to-back calls"
+        + (
+            f" (each on perturbed inputs and fingerprinted; {min(overheads):.4f} ms a call of "
+            "copies, perturbation and fingerprints, timed without forward, taken off)"
+            if overheads
+            else ""
+        )
+        + ": timings that disagree with the judge are not reported"
+        + graph_note,
         guard="clock",
     )
 
@@ -410,6 +443,79 @@ def _bulk_per_call(
             guard="timed_result",
         )
     return wall_ms / calls
+
+
+AUDIT_CLOCK_CALLS = 8
+"""Back-to-back calls of an audited clock check whose fingerprints the judge verifies."""
+
+
+def _audited_per_call(
+    judge: Judge,
+    prepared: Prepared,
+    calls: int,
+    wire: list[Any],
+    bufs: list[tuple[Any, TensorHandle]],
+    rng: random.Random,
+) -> tuple[float, float]:
+    """``(ms per call, overhead ms per call)`` of back-to-back calls the forward cannot skip.
+
+    Each runs on its own perturbed copy of timing set 0 and is fingerprinted, and the judge
+    verifies calls it draws after the reply (:func:`verify_drawn`).
+
+    The unaudited check landed one call (``land_at``), which a forward can read from the
+    loop's locals and compute alone (``PEEK_AT_KEPT_CALLS``); a cache keyed by input values
+    would hit on unperturbed calls. The copies, perturbations and fingerprints cost the judge's
+    clock too: the same loop without ``forward`` (``calibrate``), run first, when no code of the
+    candidate's runs, is taken off.
+    """
+    seeds = [rng.getrandbits(62) for _ in range(calls)]
+    print_seed = secrets.randbits(62)
+    outputs = [h for _, h in bufs]
+    display = judge.job.display
+
+    def timed(calibrate: bool) -> tuple[float, BulkDone]:
+        s = time.monotonic()
+        reply = judge.ask(
+            Bulk(
+                calls=calls,
+                inputs=wire,
+                outputs=outputs,
+                perturb=seeds,
+                fingerprint_seed=print_seed,
+                calibrate=calibrate,
+            )
+        )
+        wall_ms = (time.monotonic() - s) * 1000.0
+        if not isinstance(reply, BulkDone) or reply.failure is not None:
+            why = reply.failure.message if isinstance(reply, BulkDone) and reply.failure else "?"
+            raise StageFailure(
+                ErrorClass.TIMING, VerdictStage.TIMING, f"{display}: the clock check failed: {why}"
+            )
+        return wall_ms, reply
+
+    overhead_ms, _ = timed(True)
+    wall_ms, reply = timed(False)
+    if reply.launches < calls:
+        raise StageFailure(
+            ErrorClass.GUARD,
+            VerdictStage.TIMING,
+            f"{display}: guard (c) {reply.launches} launches in {calls} back-to-back calls",
+            guard="no_launch",
+        )
+
+    def reference(i: int) -> list[Any]:
+        return perturbed_reference(judge, prepared, 0, seeds[i])
+
+    verify_drawn(
+        judge,
+        reply.fingerprints,
+        calls,
+        AUDIT_CLOCK_CALLS,
+        reference,
+        print_seed,
+        "back-to-back call",
+    )
+    return max(0.0, wall_ms - overhead_ms) / calls, overhead_ms / calls
 
 
 def _against(judge: Judge, ref: list[Any], bufs: list[tuple[Any, TensorHandle]]) -> Any:

@@ -199,6 +199,14 @@ class Bulk(_Message):
     """``capture``: record one forward on ``inputs`` in a CUDA graph (no calls timed);
     ``replay``: replay that graph ``calls`` times (the judge has changed the inputs' values in
     between, so a graph that does not compute returns a stale result)."""
+    perturb: list[int] = Field(default_factory=list[int])
+    """An audited clock check: call ``i`` runs on a copy of ``inputs`` perturbed by
+    ``perturb[i]`` and its outputs are fingerprinted (``fingerprint_seed``); none is landed."""
+    fingerprint_seed: int | None = None
+    calibrate: bool = False
+    """With ``perturb``: the same loop without ``forward`` (the judge's buffers fingerprinted
+    in its place), so the judge can subtract what the copies, perturbations and fingerprints
+    cost its clock."""
 
 
 class Ping(_Message):
@@ -316,6 +324,8 @@ class BulkDone(_Message):
     event_ms: float = 0.0
     """The candidate's own event time over all calls."""
     launches: int = 0
+    fingerprints: list[list[float]] = Field(default_factory=list[list[float]])
+    """With ``Bulk.perturb``: one list per call (``PROJECTIONS`` values per output tensor)."""
 
 
 Reply = Annotated[Hello | Ack | TrialDone | TimeDone | BulkDone, Field(discriminator="op")]

@@ -261,6 +261,7 @@ class Verifier:
             perturb_timing=options.perturb_timing,
             flush=options.flush,
             audit_timed_calls=options.audit_timed_calls,
+            audit_clock_calls=options.audit_clock_calls,
             timeout_s=options.timeout_s,
             candidate_parent=self.candidates.pid(),
             static_notes=notes,
