@@ -21,6 +21,7 @@ import pytest
 from tests.verify.conftest import GOOD_ADD, GOOD_ROW_SUM, make_task
 from upskills.tasks.model import ShapeVariant
 from upskills.verify import CheckOptions, ErrorClass, Verifier
+from upskills.verify.verdict import Verdict
 
 PRELUDE = """
 import torch
@@ -984,6 +985,26 @@ def test_a_candidate_that_patches_the_verifier_in_its_process_is_caught(
     assert named in verdict.message
 
 
+def _mended_and_unmended(add_task, source: str, option: str) -> tuple[Verdict, Verdict]:
+    """A cheat checked on a 128M-element add with ``option`` on and off, beside the honest
+    add: the honest add passes, and the cheat passes more than 1.6x faster with it off (the
+    hole the option closes). Returns the cheat's verdicts ``(on, off)`` for the caller's
+    asserts on how it was caught."""
+    big = add_task.model_copy(
+        update={"variants": [ShapeVariant(name="main", main=True, globals={"N": 1 << 27})]}
+    )
+    options = CheckOptions(seeds=2, timeout_s=300, baselines=False, **{option: True})
+    with Verifier("cuda", options) as verifier:
+        cheat = verifier.check(big, source)
+        honest = verifier.check(big, GOOD_ADD)
+        off = verifier.check(big, source, options.model_copy(update={option: False}))
+    print(f"{option} on:", cheat.message, "| honest:", honest.timing, "| off:", off.timing)
+    assert honest.passed and honest.timing is not None, honest.message
+    assert off.passed and off.timing is not None, off.message
+    assert off.timing.median_ms < 0.6 * honest.timing.median_ms, (off.timing, honest.timing)
+    return cheat, off
+
+
 # Reads, patches nothing: the forward looks up its callers' frames for the timer's loop (its
 # index ``i`` and the set ``chosen`` of calls whose outputs go to the judge) and the clock
 # check's back-to-back loop (``i`` and ``land_at``), and computes only the calls the judge
@@ -1018,31 +1039,15 @@ def test_the_kept_call_peeker_is_correct_code_outside_the_timer(add_task, cpu_ve
 def test_a_forward_that_reads_which_calls_are_kept_is_caught_by_the_audit(add_task):
     """The counting cheat's next step: it does not count, it reads which calls are kept. The
     audit (fingerprints of every timed call, verified on calls drawn after the run) catches
-    it; without the audit it passes ~4x faster than the honest add: the hole it closes.
+    it; without the audit it passes more than 1.6x faster than the honest add: the hole it
+    closes.
 
     At 128M elements: at 16M (first H200 run) the quarter's ~0.017 ms was under the ~0.05 ms
     the stack walk costs the host a call, and the clock check caught even the unaudited cheat.
     """
-    big = add_task.model_copy(
-        update={"variants": [ShapeVariant(name="main", main=True, globals={"N": 1 << 27})]}
-    )
-    options = CheckOptions(seeds=2, timeout_s=300, baselines=False)
-    assert options.audit_timed_calls  # the default
-    with Verifier("cuda", options) as verifier:
-        cheat = verifier.check(big, PEEK_AT_KEPT_CALLS)
-        honest = verifier.check(big, GOOD_ADD)
-        unaudited = verifier.check(
-            big, PEEK_AT_KEPT_CALLS, options.model_copy(update={"audit_timed_calls": False})
-        )
-    print("audited:", cheat.message, "| honest:", honest.timing, "| unaudited:", unaudited.timing)
-    assert honest.passed and honest.timing is not None, honest.message
+    cheat, _ = _mended_and_unmended(add_task, PEEK_AT_KEPT_CALLS, "audit_timed_calls")
     assert not cheat.passed and cheat.guard == "timed_result", cheat.message
     assert "drawn after the run" in cheat.message
-    assert unaudited.passed and unaudited.timing is not None, unaudited.message
-    assert unaudited.timing.median_ms < 0.6 * honest.timing.median_ms, (
-        unaudited.timing,
-        honest.timing,
-    )
 
 
 # Computes every timed call (the audit of timed calls passes), but writes a quarter of each
@@ -1082,26 +1087,10 @@ def test_the_time_forger_is_correct_code_outside_the_timer(add_task, cpu_verifie
 @pytest.mark.gpu
 def test_a_forward_that_forges_the_timers_list_is_caught_by_the_audited_clock_check(add_task):
     """Unaudited, the clock check lands one call, which the forger computes alone: it passes
-    ~4x faster than the honest add. Audited, every back-to-back call may be verified, and the
-    judge's clock sees the honest time against the forged events."""
-    big = add_task.model_copy(
-        update={"variants": [ShapeVariant(name="main", main=True, globals={"N": 1 << 27})]}
-    )
-    options = CheckOptions(seeds=2, timeout_s=300, baselines=False, audit_clock_calls=True)
-    with Verifier("cuda", options) as verifier:
-        cheat = verifier.check(big, FORGE_TIMES)
-        honest = verifier.check(big, GOOD_ADD)
-        unaudited = verifier.check(
-            big, FORGE_TIMES, options.model_copy(update={"audit_clock_calls": False})
-        )
-    print("audited:", cheat.message, "| honest:", honest.timing, "| unaudited:", unaudited.timing)
-    assert honest.passed and honest.timing is not None, honest.message
+    more than 1.6x faster than the honest add. Audited, every back-to-back call may be
+    verified, and the judge's clock sees the honest time against the forged events."""
+    cheat, _ = _mended_and_unmended(add_task, FORGE_TIMES, "audit_clock_calls")
     assert not cheat.passed and cheat.guard == "clock", cheat.message
-    assert unaudited.passed and unaudited.timing is not None, unaudited.message
-    assert unaudited.timing.median_ms < 0.6 * honest.timing.median_ms, (
-        unaudited.timing,
-        honest.timing,
-    )
 
 
 @pytest.mark.gpu
