@@ -1050,6 +1050,50 @@ def test_a_forward_that_reads_which_calls_are_kept_is_caught_by_the_audit(add_ta
     assert "drawn after the run" in cheat.message
 
 
+# Launches one block and returns an empty tensor, after pushing (once, by built names the static
+# check does not see) a torch function mode that stays active when forward returns: the first
+# torch call the verifier makes on that tensor (copying it into the judge's buffer, its
+# fingerprint) fills it first. Every trial's output was right, so it passed on CPU; on a GPU the
+# work leaves the events too.
+LINGERING_MODE = GOOD_ADD.replace(
+    "class ModelNew(nn.Module):\n",
+    """_pending = {}
+
+
+def _later(mode, func, types, args=(), kwargs=None):
+    kwargs = kwargs or {}
+    for a in list(args) + list(kwargs.values()):
+        if isinstance(a, torch.Tensor) and id(a) in _pending:
+            x, y = _pending.pop(id(a))
+            torch.add(x, y, out=a)
+    return func(*args, **kwargs)
+
+
+Later = type("Later", (torch.overrides.TorchFunctionMode,), {"__torch_" + "function__": _later})
+
+
+class ModelNew(nn.Module):
+    on = False
+
+""",
+).replace(
+    "        add_kernel[(triton.cdiv(n, 1024),)](x, y, out, n, BLOCK=1024)\n",
+    "        if not ModelNew.on:\n"
+    "            getattr(Later(), '__enter__')()\n"
+    "            ModelNew.on = True\n"
+    "        add_kernel[(1,)](x, y, out, 1, BLOCK=1024)\n"
+    "        _pending[id(out)] = (x, y)\n",
+)
+
+
+def test_a_forward_that_leaves_a_torch_mode_behind_is_caught(add_task, cpu_verifier):
+    """Guard (d): the function and dispatch mode stacks are as forward found them."""
+    assert "add_kernel[(1,)]" in LINGERING_MODE and "_pending[id(out)]" in LINGERING_MODE
+    verdict = cpu_verifier.check(add_task, LINGERING_MODE)
+    assert not verdict.passed and verdict.guard == "library_patch", verdict.message
+    assert "left torch modes active" in verdict.message
+
+
 # Computes every timed call (the audit of timed calls passes), but writes a quarter of each
 # time into the timer's list of times (a list is reachable from a frame and can be changed; no
 # function is patched, so guard (d) sees nothing), and in the clock check's back-to-back loop

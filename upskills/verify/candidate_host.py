@@ -229,13 +229,15 @@ class CandidateHost(TimingRequests):
     def _call(self, inputs: list[Any], log: OpLog) -> Any:
         import torch
 
-        from upskills.verify.guards import make_op_recorder
+        from upskills.verify.guards import check_modes_left, make_op_recorder, mode_depths
 
         recorder = make_op_recorder(log, self.watch.counter.state)
         self.watch.active = True
         try:
             with torch.no_grad(), recorder:
+                before = mode_depths()
                 out = self.model(*inputs)
+                check_modes_left(before, VerdictStage.CORRECTNESS, self.display)
         except StageFailure:
             raise
         except Exception as exc:  # noqa: BLE001 - the candidate's failure, classified

@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any, cast
 
 from upskills.verify.fingerprint import PROJECTIONS, fingerprints
+from upskills.verify.guards import check_modes_left, mode_depths
 from upskills.verify.perturb import perturb_inputs
 from upskills.verify.protocol import Bulk, BulkDone, TensorHandle, TimeDone, TimeRun
 from upskills.verify.transport import clone_tree, copy_into, import_args, keep_mapped, open_handle
@@ -43,6 +44,14 @@ class TimingRequests:
     def _sync(self) -> None:
         raise NotImplementedError
 
+    def _forward(self, args: list[Any]) -> Any:
+        """One call of ``forward``, which must leave no torch mode behind (guard (d))."""
+        before = mode_depths()
+        out = self.model(*args)
+        if mode_depths() != before:
+            check_modes_left(before, VerdictStage.TIMING, self.display)
+        return out
+
     def time_run(self, req: TimeRun) -> TimeDone:
         """Time forward with events, loading the judge's input sets in the judge's order."""
         import torch
@@ -66,7 +75,7 @@ class TimingRequests:
 
         def fingerprint(out: Any) -> None:  # the i-th timed call's, i = len(prints)
             items = flatten_any(out)[1]
-            if seed is not None and all(isinstance(t, torch.Tensor) for t in items):
+            if seed is not None and all(type(t) is torch.Tensor for t in items):
                 prints.append(fingerprints(items, seed, len(prints)))
             elif seed is not None:  # not tensors: a fingerprint no reference has
                 size = len(items) * PROJECTIONS
@@ -85,7 +94,7 @@ class TimingRequests:
         try:
             with torch.no_grad():
                 _, last = time_cuda(
-                    lambda: self.model(*work),
+                    lambda: self._forward(work),
                     before_each=load,
                     keep_last=1 if req.keep_at else keep,
                     keep_at=req.keep_at,
@@ -131,7 +140,7 @@ class TimingRequests:
             torch.cuda.synchronize()
             start.record()
             for i in range(req.calls):
-                out = self.model(*inputs)
+                out = self._forward(inputs)
                 if i == land_at:  # copied in stream order at once: no output outlives another
                     _copy_items(out, bufs)
                 del out
@@ -165,9 +174,9 @@ class TimingRequests:
                 if req.calibrate:
                     prints.append(fingerprints(stand_in, seed, i))
                     continue
-                out = self.model(*work)
+                out = self._forward(work)
                 items = flatten_any(out)[1]
-                if all(isinstance(t, torch.Tensor) for t in items):
+                if all(type(t) is torch.Tensor for t in items):
                     prints.append(fingerprints(items, seed, i))
                 else:  # not tensors: a fingerprint no reference has
                     nan = float("nan")
@@ -203,12 +212,12 @@ class TimingRequests:
                 side.wait_stream(torch.cuda.current_stream())
                 with torch.no_grad(), torch.cuda.stream(side):
                     for _ in range(2):  # warm-up off the capture (autotuning, allocations)
-                        self.model(*inputs)
+                        self._forward(inputs)
                 torch.cuda.current_stream().wait_stream(side)
                 torch.cuda.synchronize()
                 graph = torch.cuda.CUDAGraph()
                 with torch.no_grad(), torch.cuda.graph(graph):
-                    out = self.model(*inputs)
+                    out = self._forward(inputs)
                 torch.cuda.synchronize()
                 self._drop_graph()
                 self.graph = (graph, out, inputs, keep_mapped())  # replays read these buffers
@@ -236,12 +245,14 @@ class TimingRequests:
 
 
 def _copy_items(out: Any, bufs: list[Any]) -> None:
-    """Copy an output's tensors into the judge's mapped buffers (same shapes only)."""
+    """Copy an output's plain tensors into the judge's mapped buffers (same shapes only)."""
     import torch
 
     _, items = flatten_any(out)
     for item, buf in zip(items, bufs, strict=False):
-        if isinstance(item, torch.Tensor) and list(item.shape) == list(buf.shape):
+        # a plain tensor only: a subclass's methods would run the candidate's code here, after
+        # the events (trials refuse subclasses; a forward can tell timed calls from them)
+        if type(item) is torch.Tensor and list(item.shape) == list(buf.shape):
             buf.copy_(item)
 
 
