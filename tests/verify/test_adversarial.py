@@ -1086,12 +1086,29 @@ class ModelNew(nn.Module):
 )
 
 
-def test_a_forward_that_leaves_a_torch_mode_behind_is_caught(add_task, cpu_verifier):
-    """Guard (d): the function and dispatch mode stacks are as forward found them."""
-    assert "add_kernel[(1,)]" in LINGERING_MODE and "_pending[id(out)]" in LINGERING_MODE
-    verdict = cpu_verifier.check(add_task, LINGERING_MODE)
+# The same mode, pushed when the module is imported: forward finds it already active.
+MODE_AT_IMPORT = LINGERING_MODE.replace(
+    "\n\nclass ModelNew(nn.Module):\n    on = False\n",
+    "\ngetattr(Later(), '__enter__')()\n\n\nclass ModelNew(nn.Module):\n    on = True\n",
+)
+
+
+@pytest.mark.parametrize(
+    ("source", "said"),
+    [
+        pytest.param(LINGERING_MODE, "left torch modes active", id="pushed_in_forward"),
+        pytest.param(MODE_AT_IMPORT, "were active before ModelNew.forward", id="pushed_at_import"),
+    ],
+)
+def test_a_candidate_that_leaves_a_torch_mode_behind_is_caught(
+    add_task, cpu_verifier, source, said
+):
+    """Guard (d): forward finds the function and dispatch mode stacks as they were before the
+    candidate was imported, and leaves them so."""
+    assert "add_kernel[(1,)]" in source and "_pending[id(out)]" in source
+    verdict = cpu_verifier.check(add_task, source)
     assert not verdict.passed and verdict.guard == "library_patch", verdict.message
-    assert "left torch modes active" in verdict.message
+    assert said in verdict.message
 
 
 # Computes every timed call (the audit of timed calls passes), but writes a quarter of each

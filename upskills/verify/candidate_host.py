@@ -24,7 +24,14 @@ from typing import Any, cast
 from upskills.verify import transport
 from upskills.verify.build_locks import clear_stale_locks
 from upskills.verify.candidate_timing import TimingRequests, flatten_any
-from upskills.verify.guards import LaunchCounter, LibrarySnapshot, OpLog, live_threads
+from upskills.verify.guards import (
+    LaunchCounter,
+    LibrarySnapshot,
+    OpLog,
+    check_modes_left,
+    live_threads,
+    mode_depths,
+)
 from upskills.verify.interface import mismatch, signature_problem
 from upskills.verify.protocol import (
     REQUEST,
@@ -90,6 +97,7 @@ class _Watch:
         self.threads = live_threads()
         self.default_dtype = torch.get_default_dtype()
         self.sync = torch.cuda.synchronize
+        self.modes = mode_depths()  # before the candidate's import: forward must find these
 
     def _wrap_conversions(self, torch: Any) -> None:
         """Count tensor-to-Python conversions (NumPy/``tolist``/``item`` fallbacks)."""
@@ -229,9 +237,10 @@ class CandidateHost(TimingRequests):
     def _call(self, inputs: list[Any], log: OpLog) -> Any:
         import torch
 
-        from upskills.verify.guards import check_modes_left, make_op_recorder, mode_depths
+        from upskills.verify.guards import make_op_recorder
 
         recorder = make_op_recorder(log, self.watch.counter.state)
+        check_modes_left(mode_depths(), VerdictStage.CORRECTNESS, self.display, self.watch.modes)
         self.watch.active = True
         try:
             with torch.no_grad(), recorder:

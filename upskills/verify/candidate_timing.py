@@ -47,6 +47,8 @@ class TimingRequests:
     def _forward(self, args: list[Any]) -> Any:
         """One call of ``forward``, which must leave no torch mode behind (guard (d))."""
         before = mode_depths()
+        if before != self.watch.modes:  # left by the import, __init__ or an earlier request
+            check_modes_left(before, VerdictStage.TIMING, self.display, self.watch.modes)
         out = self.model(*args)
         if mode_depths() != before:
             check_modes_left(before, VerdictStage.TIMING, self.display)

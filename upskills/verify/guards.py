@@ -420,7 +420,12 @@ def mode_depths() -> tuple[int, int]:
     return torch._C._len_torch_function_stack(), torch._C._len_torch_dispatch_stack()  # pyright: ignore[reportPrivateUsage]
 
 
-def check_modes_left(before: tuple[int, int], stage: VerdictStage, display: str) -> None:
+def check_modes_left(
+    before: tuple[int, int],
+    stage: VerdictStage,
+    display: str,
+    baseline: tuple[int, int] | None = None,
+) -> None:
     """Guard (d): ``forward`` leaves no torch function or dispatch mode behind.
 
     A mode left active runs on every torch call the process makes afterwards, the verifier's
@@ -432,6 +437,15 @@ def check_modes_left(before: tuple[int, int], stage: VerdictStage, display: str)
     from upskills.verify.verdict import ErrorClass
     from upskills.verify.worker import StageFailure
 
+    if baseline is not None and before != baseline:
+        raise StageFailure(
+            ErrorClass.GUARD,
+            stage,
+            f"{display}: guard (d) torch modes were active before ModelNew.forward ran "
+            f"(function modes {baseline[0]} -> {before[0]}, dispatch modes {baseline[1]} -> "
+            f"{before[1]}): the candidate's import or __init__ left them",
+            guard="library_patch",
+        )
     now = mode_depths()
     if now != before:
         raise StageFailure(
