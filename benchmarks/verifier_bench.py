@@ -9,7 +9,9 @@
 2. Timing stability (CUDA): the same kernel checked 5 times; the spread of the 5 medians
    (max/min - 1) and of each measurement's p10..p90. Each of those checks is followed by one
    with the judge's per-call input perturbation off (``CheckOptions(perturb_timing=False)``),
-   so the two are compared side by side in one run: what the perturbation costs a timed call.
+   one with the audit of timed calls off (``audit_timed_calls=False``) and one with the
+   audited clock check on (``audit_clock_calls=True``), so they are compared side by side in
+   one run: what each costs a timed call (the median) and a check (its seconds).
 
 Prints a table and writes JSON to ``--out``.
 """
@@ -116,20 +118,33 @@ def main(argv: list[str] | None = None) -> int:
         report["verdicts_per_minute"] = round(len(rows) / batch_s * 60, 2)
         child = [r["seconds"] for r in rows if r["candidate"] == "no ModelNew"]
         report["child_overhead_s"] = child[0] if child else None
-        runs: dict[str, tuple[list[float], list[float]]] = {
-            "perturbed": ([], []),
-            "plain": ([], []),
+        variants = {
+            "perturbed": options,
+            "plain": options.model_copy(update={"perturb_timing": False}),
+            "unaudited": options.model_copy(update={"audit_timed_calls": False}),
+            "clock_audited": options.model_copy(update={"audit_clock_calls": True}),
         }
-        plain = options.model_copy(update={"perturb_timing": False})
+        runs: dict[str, tuple[list[float], list[float]]] = {name: ([], []) for name in variants}
+        seconds: dict[str, list[float]] = {name: [] for name in variants}
         for _ in range(args.repeats):
-            for name, opts in (("perturbed", options), ("plain", plain)):
+            for name, opts in variants.items():
+                t0 = time.monotonic()
                 v = verifier.check(task, KERNEL.replace("BLOCK_SIZE", "1024"), opts)
+                seconds[name].append(time.monotonic() - t0)
                 if v.timing is not None:
                     runs[name][0].append(v.timing.median_ms)
                     runs[name][1].append(v.timing.spread)
         report["stability"] = {name: _stability(*runs[name]) for name in runs}
-        both = [statistics.median(runs[n][0]) for n in runs if runs[n][0]]
-        report["perturbed_over_plain"] = round(both[0] / both[1], 4) if len(both) == 2 else None
+        report["check_seconds"] = {n: round(statistics.median(t), 3) for n, t in seconds.items()}
+
+        def ratio(a: str, b: str) -> float | None:
+            if not (runs[a][0] and runs[b][0]):
+                return None
+            return round(statistics.median(runs[a][0]) / statistics.median(runs[b][0]), 4)
+
+        report["perturbed_over_plain"] = ratio("perturbed", "plain")
+        report["audited_over_unaudited"] = ratio("perturbed", "unaudited")
+        report["clock_audited_over_default"] = ratio("clock_audited", "perturbed")
     print(f"device {report['device']}, task {task.name}, {args.seeds} seeds")
     print(f"{'candidate':24s} {'passed':7s} {'error':10s} {'seconds':>8s} {'median ms':>10s}")
     for r in rows:
@@ -147,7 +162,15 @@ def main(argv: list[str] | None = None) -> int:
             f"stability over {args.repeats} checks, {name}: medians {st['medians_ms']} -> "
             f"spread {st['medians_spread']} ({st['timing']})"
         )
-    print(f"median of medians, perturbed / plain: {report['perturbed_over_plain']}")
+    print(
+        f"median of medians, perturbed / plain: {report['perturbed_over_plain']}; audited / "
+        f"unaudited: {report['audited_over_unaudited']}; clock-audited / default: "
+        f"{report['clock_audited_over_default']}"
+    )
+    print(
+        "check seconds (median): "
+        + ", ".join(f"{k} {v}" for k, v in report["check_seconds"].items())
+    )
     args.out.write_text(json.dumps(report, indent=1, default=str) + "\n")
     print(f"wrote {args.out}")
     return 0
