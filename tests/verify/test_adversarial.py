@@ -1028,13 +1028,6 @@ PEEK_AT_KEPT_CALLS = _stack_walker(
 ).replace("        n = x.numel()\n", "        n = x.numel() if honest else x.numel() // 4\n")
 
 
-def test_the_kept_call_peeker_is_correct_code_outside_the_timer(add_task, cpu_verifier):
-    """Every call the judge checks for correctness is computed: only timing could be fooled."""
-    assert "seen[" in PEEK_AT_KEPT_CALLS and "n = x.numel() if honest" in PEEK_AT_KEPT_CALLS
-    verdict = cpu_verifier.check(add_task, PEEK_AT_KEPT_CALLS)
-    assert verdict.passed, verdict.message
-
-
 @pytest.mark.gpu
 def test_a_forward_that_reads_which_calls_are_kept_is_caught_by_the_audit(add_task):
     """The counting cheat's next step: it does not count, it reads which calls are kept. The
@@ -1139,9 +1132,21 @@ FORGE_TIMES = (
 )
 
 
-def test_the_time_forger_is_correct_code_outside_the_timer(add_task, cpu_verifier):
-    assert "t[j] = t[j] * 0.25" in FORGE_TIMES and "scaled = 0" in FORGE_TIMES
-    verdict = cpu_verifier.check(add_task, FORGE_TIMES)
+@pytest.mark.parametrize(
+    ("source", "marks"),
+    [
+        pytest.param(
+            PEEK_AT_KEPT_CALLS, ("seen[", "n = x.numel() if honest"), id="kept_call_peeker"
+        ),
+        pytest.param(FORGE_TIMES, ("t[j] = t[j] * 0.25", "scaled = 0"), id="time_forger"),
+    ],
+)
+def test_a_timing_only_cheat_is_correct_code_outside_the_timer(
+    add_task, cpu_verifier, source, marks
+):
+    """Every call the trials make is computed: only timing could be fooled (GPU tests)."""
+    assert all(m in source for m in marks)
+    verdict = cpu_verifier.check(add_task, source)
     assert verdict.passed, verdict.message
 
 
