@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any, cast
 
 from upskills.verify.fingerprint import PROJECTIONS, fingerprints
-from upskills.verify.guards import check_modes_left, mode_depths
+from upskills.verify.modes import check_modes_left, mode_depths
 from upskills.verify.perturb import perturb_inputs
 from upskills.verify.protocol import Bulk, BulkDone, TensorHandle, TimeDone, TimeRun
 from upskills.verify.transport import clone_tree, copy_into, import_args, keep_mapped, open_handle
@@ -76,12 +76,8 @@ class TimingRequests:
         seed = req.fingerprint_seed
 
         def fingerprint(out: Any) -> None:  # the i-th timed call's, i = len(prints)
-            items = flatten_any(out)[1]
-            if seed is not None and all(type(t) is torch.Tensor for t in items):
-                prints.append(fingerprints(items, seed, len(prints)))
-            elif seed is not None:  # not tensors: a fingerprint no reference has
-                size = len(items) * PROJECTIONS
-                prints.append(torch.full((size,), float("nan"), dtype=torch.float64))
+            if seed is not None:
+                prints.append(_fingerprint_of(out, seed, len(prints)))
 
         before = self.watch.counter.state.launches
         keep = max(1, len(req.keep))
@@ -177,13 +173,8 @@ class TimingRequests:
                     prints.append(fingerprints(stand_in, seed, i))
                     continue
                 out = self._forward(work)
-                items = flatten_any(out)[1]
-                if all(type(t) is torch.Tensor for t in items):
-                    prints.append(fingerprints(items, seed, i))
-                else:  # not tensors: a fingerprint no reference has
-                    nan = float("nan")
-                    prints.append(torch.full((len(items) * PROJECTIONS,), nan, dtype=torch.float64))
-                del out, items
+                prints.append(_fingerprint_of(out, seed, i))
+                del out
             torch.cuda.synchronize()
         self._sync()
         return BulkDone(
@@ -256,6 +247,20 @@ def _copy_items(out: Any, bufs: list[Any]) -> None:
         # the events (trials refuse subclasses; a forward can tell timed calls from them)
         if type(item) is torch.Tensor and list(item.shape) == list(buf.shape):
             buf.copy_(item)
+
+
+def _fingerprint_of(out: Any, seed: int, call: int) -> Any:
+    """Call ``call``'s fingerprint of a forward's output.
+
+    NaN where an item is not a plain tensor: a subclass's methods would run the candidate's
+    code here, after the events.
+    """
+    import torch
+
+    items = flatten_any(out)[1]
+    if all(type(t) is torch.Tensor for t in items):
+        return fingerprints(items, seed, call)
+    return torch.full((len(items) * PROJECTIONS,), float("nan"), dtype=torch.float64)
 
 
 def _to_lists(prints: list[Any]) -> list[list[float]]:

@@ -26,10 +26,7 @@ import threading
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, cast
-
-if TYPE_CHECKING:
-    from upskills.verify.verdict import VerdictStage
+from typing import Any, cast
 
 SMALL_NUMEL = 64
 """Ops touching at most this many elements are "small scalar math" and always allowed."""
@@ -413,51 +410,6 @@ def _candidate_code_in_launch(state: LaunchState) -> bool:
     return False
 
 
-def mode_depths() -> tuple[int, int]:
-    """How many torch function modes and dispatch modes are active in this process."""
-    import torch
-
-    return torch._C._len_torch_function_stack(), torch._C._len_torch_dispatch_stack()  # pyright: ignore[reportPrivateUsage]
-
-
-def check_modes_left(
-    before: tuple[int, int],
-    stage: VerdictStage,
-    display: str,
-    baseline: tuple[int, int] | None = None,
-) -> None:
-    """Guard (d): ``forward`` leaves no torch function or dispatch mode behind.
-
-    A mode left active runs on every torch call the process makes afterwards, the verifier's
-    own among them: copying an output into the judge's buffer, fingerprinting it. A forward
-    that returned an empty tensor and left a mode that fills it when the verifier first
-    touches it passed every CPU trial (its work moved out of the call, and on a GPU out of
-    the events), found 2026-12-03 (``LINGERING_MODE`` in ``tests/verify/test_adversarial.py``).
-    """
-    from upskills.verify.verdict import ErrorClass
-    from upskills.verify.worker import StageFailure
-
-    if baseline is not None and before != baseline:
-        raise StageFailure(
-            ErrorClass.GUARD,
-            stage,
-            f"{display}: guard (d) torch modes were active before ModelNew.forward ran "
-            f"(function modes {baseline[0]} -> {before[0]}, dispatch modes {baseline[1]} -> "
-            f"{before[1]}): the candidate's import or __init__ left them",
-            guard="library_patch",
-        )
-    now = mode_depths()
-    if now != before:
-        raise StageFailure(
-            ErrorClass.GUARD,
-            stage,
-            f"{display}: guard (d) ModelNew.forward left torch modes active (function modes "
-            f"{before[0]} -> {now[0]}, dispatch modes {before[1]} -> {now[1]}): every torch "
-            "call after it, the verifier's own, would run through them",
-            guard="library_patch",
-        )
-
-
 def make_op_recorder(log: OpLog, state: LaunchState) -> Any:
     """A ``TorchDispatchMode`` appending each op run outside a launch to ``log``."""
     from torch.utils._python_dispatch import TorchDispatchMode
@@ -550,6 +502,7 @@ _OWN_MODULES = (
     "upskills.verify.timing",
     "upskills.verify.transport",
     "upskills.verify.guards",
+    "upskills.verify.modes",
 )
 _OWN_CLASSES = (
     ("upskills.verify.candidate_host", "CandidateHost"),
