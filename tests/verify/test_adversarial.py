@@ -1104,6 +1104,46 @@ def test_a_candidate_that_leaves_a_torch_mode_behind_is_caught(
     assert said in verdict.message
 
 
+# The lingering mode's work, moved into an audit hook added at import (by a name built at run
+# time): it fills forward's empty outputs with torch.add when the process raises an audit
+# event, as the verifier's mapping of the judge's buffer does (``mmap.__new__``), so the work
+# leaves forward and the op recorder's sight. Passed every CPU trial before the mend.
+AUDIT_HOOK = (
+    GOOD_ADD.replace("import torch\n", "import functools\nimport sys\n\nimport torch\n", 1)
+    .replace(
+        "class ModelNew(nn.Module):\n",
+        """_pending = []
+
+
+def _hook(event, args):
+    if _pending and event in ("mmap.__new__", "ctypes.call_function", "os.dup"):
+        for out, x, y in _pending:
+            torch.add(x, y, out=out)
+        _pending.clear()
+
+
+functools.reduce(getattr, ["addaudit" + "hook"], sys)(_hook)
+
+
+class ModelNew(nn.Module):
+""",
+    )
+    .replace(
+        "        add_kernel[(triton.cdiv(n, 1024),)](x, y, out, n, BLOCK=1024)\n",
+        "        add_kernel[(1,)](x, y, out, 1, BLOCK=1024)\n"
+        "        _pending.append((out, x, y))\n",
+    )
+)
+
+
+def test_a_candidate_that_adds_an_audit_hook_is_caught(add_task, cpu_verifier):
+    """The candidate's process refuses audit hooks (its own, installed first, refuses them)."""
+    assert "_pending.append((out, x, y))" in AUDIT_HOOK and "addaudit" in AUDIT_HOOK
+    verdict = cpu_verifier.check(add_task, AUDIT_HOOK)
+    assert not verdict.passed and verdict.guard == "library_patch", verdict.message
+    assert "sys.addaudithook" in verdict.message
+
+
 # Computes every timed call (the audit of timed calls passes), but writes a quarter of each
 # time into the timer's list of times (a list is reachable from a frame and can be changed; no
 # function is patched, so guard (d) sees nothing), and in the clock check's back-to-back loop

@@ -74,6 +74,27 @@ def _failure(exc: StageFailure) -> Failure:
     )
 
 
+_REFUSED_HOOKS: list[str] = []
+"""One entry per audit hook the candidate's process tried to add."""
+_INSTALLED: list[Any] = []
+"""The refusing hook, once installed in this process (a second would be refused by the first)."""
+
+
+def refuse_audit_hooks(event: str, args: tuple[Any, ...]) -> None:
+    """An audit hook that refuses every later one.
+
+    Python drops a hook whose addition an existing hook answers with a ``RuntimeError``. A
+    hook runs the candidate's code wherever the process raises an audit event, the
+    verifier's own steps among them: one added at import that filled ``forward``'s empty
+    output with ``torch.add`` when the verifier mapped the judge's buffer (``mmap.__new__``)
+    passed every CPU trial, its work out of ``forward`` and out of the op recorder's sight
+    (found 2026-12-03, ``AUDIT_HOOK`` in ``tests/verify/test_adversarial.py``).
+    """
+    if event == "sys.addaudithook":
+        _REFUSED_HOOKS.append(event)
+        raise RuntimeError("upskills: the candidate's process takes no audit hooks")
+
+
 class _Watch:
     """Instruments installed before the candidate's module is imported."""
 
@@ -92,6 +113,9 @@ class _Watch:
         self.default_dtype = torch.get_default_dtype()
         self.sync = torch.cuda.synchronize
         self.modes = mode_depths()  # before the candidate's import: forward must find these
+        if not _REFUSED_HOOKS and refuse_audit_hooks not in _INSTALLED:
+            sys.addaudithook(refuse_audit_hooks)  # no later hook is added (none can be removed)
+            _INSTALLED.append(refuse_audit_hooks)
 
     def _wrap_conversions(self, torch: Any) -> None:
         """Count tensor-to-Python conversions (NumPy/``tolist``/``item`` fallbacks)."""
@@ -134,6 +158,8 @@ class _Watch:
         import torch
 
         changed = self.snapshot.changed()
+        if _REFUSED_HOOKS:
+            changed.append(f"sys.addaudithook (refused {len(_REFUSED_HOOKS)} time(s))")
         if torch.get_default_dtype() != self.default_dtype:
             changed.append(f"torch default dtype is now {torch.get_default_dtype()}")
         return changed
