@@ -14,6 +14,8 @@ import pytest
 
 from upskills.verify import transport
 from upskills.verify.protocol import (
+    REPLY,
+    BulkDone,
     Channel,
     CudaVmm,
     Scalar,
@@ -136,3 +138,22 @@ def test_a_cpu_buffer_has_no_name_and_opens_only_from_its_descriptor():
     finally:
         transport.release_opened()
         arena.close()
+
+
+def test_nan_and_infinite_fingerprints_reach_the_judge_as_numbers():
+    """A fingerprint of a NaN-poisoned buffer (the audited clock check's calibration reads the
+    judge's poisoned outputs) or of a subclass's output is NaN. It must arrive as NaN, which
+    fails the audit, not as a null that makes the whole reply malformed (the H200 refused every
+    honest kernel so, the first time the audited clock check ran there)."""
+    a, b = socket.socketpair()
+    candidate, judge = Channel(a, accept_fds=True), Channel(b)
+    try:
+        prints = [[float("nan"), 1.5], [float("inf"), -2.0]]
+        candidate.send(BulkDone(launches=2, fingerprints=prints))
+        reply = REPLY.validate_python(judge.recv_raw(deadline=None))
+        assert isinstance(reply, BulkDone)
+        (nan, x), (inf, y) = reply.fingerprints
+        assert nan != nan and inf == float("inf") and (x, y) == (1.5, -2.0)
+    finally:
+        a.close()
+        b.close()

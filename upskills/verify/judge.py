@@ -75,7 +75,7 @@ class JudgeJob(BaseModel):
     perturb_timing: bool = True
     flush: FlushMode = "write"
     audit_timed_calls: bool = True
-    audit_clock_calls: bool = False
+    audit_clock_calls: bool = True
     timeout_s: float
     candidate_parent: int | None = None
     """The candidate zygote's pid: the candidate's process is its child. Another process that
@@ -184,10 +184,12 @@ class Judge:
         try:
             return REPLY.validate_python(raw)
         except ValueError as exc:
+            lines = str(exc).splitlines()  # pydantic lists every field: keep the first few
+            why = "; ".join(line.strip() for line in lines[:3]) + (" ..." if len(lines) > 3 else "")
             raise StageFailure(
                 ErrorClass.GUARD,
                 VerdictStage.CORRECTNESS,
-                f"{self.job.display}: the candidate's process sent a malformed reply ({exc})",
+                f"{self.job.display}: the candidate's process sent a malformed reply ({why})",
                 guard="protocol",
             ) from exc
 

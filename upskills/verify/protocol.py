@@ -32,7 +32,10 @@ MAX_FDS = 250
 
 
 class _Message(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    # NaN and infinities travel as JSON's NaN/Infinity constants (``json.loads`` reads them):
+    # a fingerprint of a NaN-poisoned buffer or of a subclass's output is NaN, and the judge
+    # must see that value (and fail the audit), not a null that makes the reply malformed
+    model_config = ConfigDict(extra="forbid", ser_json_inf_nan="constants")
 
 
 class CudaIpc(_Message):
