@@ -81,3 +81,122 @@ def test_a_lock_of_another_user_is_not_judged(tmp_path):
     os.chown(lock, nobody.pw_uid, nobody.pw_gid)
     assert clear_stale_locks(tmp_path) == []
     assert lock.exists()
+
+
+_HIDE_AND_HOLD = """
+import ctypes, os, sys, time
+ctypes.CDLL(None).prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE 0, as the sandbox makes candidates
+if sys.argv[1] != "-":
+    fd = os.open(sys.argv[1], os.O_CREAT | os.O_EXCL)  # torch's FileBaton.try_acquire
+print("held", flush=True)
+time.sleep(60)
+"""
+
+_CLEAR = """
+import importlib.util, json, sys
+from pathlib import Path
+spec = importlib.util.spec_from_file_location("build_locks", sys.argv[2])
+module = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(module)
+print(json.dumps([str(p) for p in module.clear_stale_locks(Path(sys.argv[1]))]))
+"""
+
+
+def _nobody_python() -> tuple[str, object] | None:
+    """An interpreter the user ``nobody`` can run, and a ``preexec_fn`` that becomes nobody."""
+    import pwd
+    import shutil
+
+    if os.getuid() != 0:
+        return None
+    try:
+        entry = pwd.getpwnam("nobody")
+    except KeyError:
+        return None
+
+    def drop() -> None:
+        os.setgroups([])
+        os.setgid(entry.pw_gid)
+        os.setuid(entry.pw_uid)
+
+    for python in (sys.executable, shutil.which("python3") or "python3", "/usr/bin/python3"):
+        try:
+            ran = subprocess.run([python, "-c", "pass"], preexec_fn=drop, cwd="/")
+        except OSError:  # not executable by nobody (a Python under /root)
+            continue
+        if ran.returncode == 0:
+            return python, drop
+    return None
+
+
+NOBODY = _nobody_python()
+
+
+@pytest.mark.skipif(NOBODY is None, reason="needs root and a Python the user nobody can run")
+def test_a_lock_held_by_another_checks_hidden_candidate_is_kept():
+    """Candidates are non-dumpable, so a candidate cannot read another's ``/proc/<pid>/fd``.
+    Eight checks at once on the H200 removed each other's live build locks so (every such
+    build then failed with FileNotFoundError). While another check's candidate of the same
+    user lives, no lock is judged; a non-dumpable process that is no candidate (an agent of
+    the user's) does not stop a stale lock's removal."""
+    import json
+    import pwd
+    import shutil
+    import tempfile
+    from pathlib import Path
+
+    import upskills.verify.build_locks as build_locks
+
+    assert NOBODY is not None
+    python, drop = NOBODY
+    entry = pwd.getpwnam("nobody")
+    root = Path(tempfile.mkdtemp(prefix="upskills-locks-"))
+    root.chmod(0o755)
+    module = root / "build_locks.py"  # readable by nobody wherever the checkout is
+    shutil.copy(build_locks.__file__, module)
+    module.chmod(0o644)
+    building, killed = root / "building_ext", root / "killed_ext"
+    for d in (building, killed):
+        d.mkdir()
+        os.chown(d, entry.pw_uid, entry.pw_gid)
+    stale = killed / "lock"
+    stale.write_text("")  # a build of nobody's, killed mid-way
+    os.chown(stale, entry.pw_uid, entry.pw_gid)
+
+    def spawn(lock: str, *argv: str) -> subprocess.Popen[str]:
+        proc = subprocess.Popen(
+            [python, "-c", _HIDE_AND_HOLD, lock, *argv],
+            stdout=subprocess.PIPE,
+            text=True,
+            preexec_fn=drop,  # type: ignore[arg-type]
+            cwd="/",
+        )
+        assert proc.stdout is not None and proc.stdout.readline().strip() == "held"
+        return proc
+
+    def clear() -> list[str]:
+        out = subprocess.run(
+            [python, "-c", _CLEAR, str(root), str(module)],
+            capture_output=True,
+            text=True,
+            preexec_fn=drop,  # type: ignore[arg-type]
+            cwd="/",
+            check=True,
+        )
+        return json.loads(out.stdout)
+
+    candidate = spawn(str(building / "lock"), "upskills.verify.sandbox", "cuda", "candidate")
+    agent = spawn("-")  # non-dumpable, holds nothing, no candidate
+    try:
+        assert clear() == []
+        assert (building / "lock").exists(), "another check's live build lock was removed"
+        assert stale.exists()
+        _stop(candidate)
+        (building / "lock").unlink()  # its build ended
+        assert clear() == [str(stale)]  # the agent alone does not stop the removal
+        assert not stale.exists()
+    finally:
+        for proc in (candidate, agent):
+            if proc.poll() is None:
+                _stop(proc)
+        shutil.rmtree(root)

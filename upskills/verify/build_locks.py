@@ -9,7 +9,13 @@ session) a re-check's pre-build was stopped by its budget and the next two re-ch
 40_LayerNorm both timed out so, without a line of output.
 
 A lock is stale when no live process holds it open. Only locks owned by this process's user are
-judged: that user's processes are the ones whose open files this process can read.
+judged: that user's processes are the ones whose open files this process can read. Except the
+non-dumpable ones: the sandbox makes every candidate so, and a process of the same user cannot
+read their ``/proc/<pid>/fd``. While another check's candidate of this user lives, no lock is
+judged: on the H200 (eighteenth device session) eight checks ran at once, and each candidate,
+blind to the others' descriptors, removed the lock of a build another was running; that build's
+own removal then failed with ``FileNotFoundError`` and its check failed. Other non-dumpable
+processes of the user (an ssh-agent) build nothing and are not waited for.
 """
 
 from __future__ import annotations
@@ -44,11 +50,14 @@ def clear_stale_locks(root: Path | None = None, *, settle_s: float = 0.2) -> lis
     locks = [p for p in _locks(base) if _owner(p) == uid]
     if not locks or not Path("/proc").is_dir():
         return []  # no /proc: who holds a file cannot be told, so nothing is judged stale
-    unheld = [p for p in locks if not _held(p, _open_files())]
-    if not unheld:
+    held, hidden = _open_files(uid)
+    unheld = [p for p in locks if not _held(p, held)]
+    if not unheld or hidden:  # a process of this user hides its descriptors: it may hold one
         return []
     time.sleep(settle_s)
-    held_now = _open_files()
+    held_now, hidden = _open_files(uid)
+    if hidden:
+        return []
     removed: list[Path] = []
     for path in unheld:
         if path.exists() and not _held(path, held_now):
@@ -77,19 +86,45 @@ def _held(path: Path, open_files: set[str]) -> bool:
     return str(path) in open_files or os.path.realpath(path) in open_files
 
 
-def _open_files() -> set[str]:
-    """Targets of every file descriptor this process can read in ``/proc/*/fd``."""
+def _open_files(uid: int) -> tuple[set[str], bool]:
+    """The descriptors' targets readable in ``/proc/*/fd``, and whether a candidate hid its own.
+
+    The second: another check's candidate of user ``uid`` lives. Candidates are non-dumpable,
+    so a process of the same user cannot read their descriptors.
+    """
     found: set[str] = set()
+    hidden = False
     for proc in Path("/proc").iterdir():
         if not proc.name.isdigit():
             continue
         try:
             fds = list((proc / "fd").iterdir())
-        except OSError:  # another user's process, or one that just exited
+        except OSError:  # another user's process, a non-dumpable one, or one that just exited
+            hidden = hidden or _is_candidate_of(proc, uid)
             continue
         for fd in fds:
             try:
                 found.add(os.readlink(fd))
             except OSError:
                 continue
-    return found
+    return found, hidden
+
+
+def _is_candidate_of(proc: Path, uid: int) -> bool:
+    """Whether a process is a check's candidate running with ``uid`` among its user ids.
+
+    A candidate is a child of the candidate zygote, ``python -m upskills.verify.sandbox <mode>
+    candidate``. ``/proc/<pid>/status`` and ``cmdline`` are readable where the descriptors are
+    not. False when the process has exited.
+    """
+    try:
+        status = (proc / "status").read_text()
+        argv = (proc / "cmdline").read_bytes().split(b"\0")
+    except OSError:
+        return False
+    if b"upskills.verify.sandbox" not in argv or b"candidate" not in argv:
+        return False
+    for line in status.splitlines():
+        if line.startswith("Uid:"):
+            return str(uid) in line.split()[1:]
+    return False
