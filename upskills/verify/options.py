@@ -44,11 +44,11 @@ class CheckOptions(BaseModel):
     (:mod:`upskills.verify.fingerprint`), so a forward that reads which calls the judge keeps
     cannot compute those alone. Off only to measure what the audit costs: a verdict timed
     without it can be fooled (``docs/design/verifier.md``)."""
-    audit_clock_calls: bool = False
+    audit_clock_calls: bool = True
     """The judge's clock check without a call the forward could compute alone: every
     back-to-back call on its own perturbed inputs, fingerprinted and verified on calls drawn
-    after the reply, the overhead timed without ``forward`` and taken off. Off until its first
-    GPU run (``docs/design/verifier.md``)."""
+    after the reply, the overhead timed without ``forward`` and taken off. Off only to measure
+    what it costs: a clock check without it can be fooled (``docs/design/verifier.md``)."""
     seed: int | None = Field(default=None, ge=0)
     """The check's seed (replay a verdict); None draws a fresh one per check."""
     random_shape: bool = True
