@@ -81,6 +81,7 @@ TIMING_ATTRIBUTES = {
     "sys._getframe": "(e) walking stack frames can reach the reference's output",
     "inspect.stack": "(e) walking stack frames can reach the reference's output",
     "inspect.currentframe": "(e) walking stack frames can reach the reference's output",
+    "inspect.getattr_static": "(e) getattr by another name hides what it reaches",
     "torch._C._get_dispatch_mode": "(b) the candidate must not detect the op recorder",
     "torch.set_default_dtype": "(b) the default dtype belongs to the judge",
     "torch.set_default_tensor_type": "(b) the default dtype belongs to the judge",
@@ -101,6 +102,9 @@ TIMING_ATTRIBUTES = {
     "sys.addaudithook": "(e) audit hooks run code inside the verifier's own steps",
 }
 """Dotted attribute (after alias resolution) -> why using it is rejected."""
+
+ATTRIBUTE_BUILTINS = {"getattr", "setattr", "delattr", "hasattr"}
+"""Builtins a candidate may only call by name, with the attribute named at the call."""
 
 FRAME_ATTRIBUTES = {"f_back", "f_locals", "f_globals", "tb_frame", "gi_frame", "cr_frame"}
 """Frame attributes: reading them walks the stack toward the reference's output."""
@@ -208,6 +212,8 @@ class _GuardVisitor(ast.NodeVisitor):
         self.kernel_locals: set[str] = set()
         self.module_names: set[str] = set()
         """Module-level names that are not @triton.jit functions (data, helpers, imports)."""
+        self.callees: set[int] = set()
+        """``id`` of each node called directly (``getattr(...)``, not ``reduce(getattr, ...)``)."""
 
     def _flag(self, node: ast.AST, why: str, rule: str = "") -> None:
         line = getattr(node, "lineno", 0)
@@ -351,6 +357,13 @@ class _GuardVisitor(ast.NodeVisitor):
                 "breakpoint",
             }:
                 self._flag(node, f"(e) {node.id}() hides what the candidate reaches", "dynamic")
+            elif node.id in ATTRIBUTE_BUILTINS and id(node) not in self.callees:
+                # passed on (``functools.reduce(getattr, names, obj)``, ``g = getattr``), it
+                # reaches names its call site cannot show: the stack walks and the registrations
+                # of kernels into PyTorch's dispatcher that passed the static check so
+                self._flag(
+                    node, f"(e) {node.id} passed as a value hides what it reaches", "dynamic"
+                )
             elif node.id in self.aliases and node.id != self.aliases[node.id]:
                 self._check_name(node, self.aliases[node.id])
 
@@ -437,6 +450,7 @@ class _GuardVisitor(ast.NodeVisitor):
                     "only under the interpreter, outside the kernel's work",
                     "python_in_kernel",
                 )
+        self.callees.add(id(node.func))
         name = self._resolve(node.func)
         if name in {"setattr", "delattr"} and node.args:
             root = self._resolve(node.args[0])
