@@ -173,6 +173,20 @@ def transpose_task() -> Task:
     return make_task("t_transpose", COPY_REF, [])
 
 
+@pytest.fixture
+def runtime_guards_only(monkeypatch):
+    """The static check out of the way, in this process (where the verifier runs it).
+
+    The cheats that use it reach what they patch by routes the static check has since closed
+    (``functools.reduce(getattr, names, obj)``); what their tests pin is the guard that holds
+    at run time without it. That the static check refuses them is tested on its own
+    (``test_adversarial.py::test_the_static_check_refuses_getattr_passed_as_a_value``).
+    """
+    import upskills.verify.verifier as verifier_module
+
+    monkeypatch.setattr(verifier_module, "static_guards", lambda tree, display: [])
+
+
 @pytest.fixture(scope="session")
 def cpu_verifier():
     """One warm CPU verifier shared by the tests (each check still forks a fresh child)."""

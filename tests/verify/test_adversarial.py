@@ -21,6 +21,7 @@ import pytest
 from tests.verify.conftest import GOOD_ADD, GOOD_ROW_SUM, make_task
 from upskills.tasks.model import ShapeVariant
 from upskills.verify import CheckOptions, ErrorClass, Verifier
+from upskills.verify.static import parse_candidate, static_guards
 from upskills.verify.verdict import Verdict
 
 PRELUDE = """
@@ -977,7 +978,7 @@ NO_SPAN = _stack_walker(
     ],
 )
 def test_a_candidate_that_patches_the_verifier_in_its_process_is_caught(
-    add_task, cpu_verifier, source, named
+    add_task, cpu_verifier, source, named, runtime_guards_only
 ):
     """Guard (d) over the verifier's own code in the candidate's process."""
     verdict = cpu_verifier.check(add_task, source)
@@ -1029,7 +1030,9 @@ PEEK_AT_KEPT_CALLS = _stack_walker(
 
 
 @pytest.mark.gpu
-def test_a_forward_that_reads_which_calls_are_kept_is_caught_by_the_audit(add_task):
+def test_a_forward_that_reads_which_calls_are_kept_is_caught_by_the_audit(
+    add_task, runtime_guards_only
+):
     """The counting cheat's next step: it does not count, it reads which calls are kept. The
     audit (fingerprints of every timed call, verified on calls drawn after the run) catches
     it; without the audit it passes more than 1.6x faster than the honest add: the hole it
@@ -1136,12 +1139,115 @@ class ModelNew(nn.Module):
 )
 
 
-def test_a_candidate_that_adds_an_audit_hook_is_caught(add_task, cpu_verifier):
+def test_a_candidate_that_adds_an_audit_hook_is_caught(add_task, cpu_verifier, runtime_guards_only):
     """The candidate's process refuses audit hooks (its own, installed first, refuses them)."""
     assert "_pending.append((out, x, y))" in AUDIT_HOOK and "addaudit" in AUDIT_HOOK
     verdict = cpu_verifier.check(add_task, AUDIT_HOOK)
     assert not verdict.passed and verdict.guard == "library_patch", verdict.message
     assert "sys.addaudithook" in verdict.message
+
+
+# A kernel of the candidate's registered in PyTorch's dispatcher for aten::copy_ (through
+# torch.library, reached by built names): forward launches one block and returns an empty
+# tensor, and the override fills it with torch.add when the verifier copies it into the
+# judge's buffer, out of forward and out of the op recorder's sight. Registered at import, it
+# passed every CPU trial before the mend (2026-12-03, eighteenth session's review).
+DISPATCH_OVERRIDE = (
+    GOOD_ADD.replace("import torch\n", "import functools\n\nimport torch\n", 1)
+    .replace(
+        "class ModelNew(nn.Module):\n",
+        """_pending = {}
+_Library = functools.reduce(getattr, ["lib" + "rary", "Lib" + "rary"], torch)
+_below = functools.reduce(getattr, ["_" + "C", "_AutoDispatch" + "BelowAutograd"], torch)
+
+
+def _copy(dst, src, non_blocking=False):
+    with _below():
+        job = _pending.pop(id(src), None)
+        if job is not None:
+            torch.add(job[0], job[1], out=src)
+        return dst.copy_(src, non_blocking)
+
+
+def _register():
+    lib = _Library("aten", "IMPL")
+    for key in ("AutogradCPU", "AutogradCUDA"):
+        lib.impl("copy_", _copy, key)
+    return lib
+
+
+_libs = [_register()]
+
+
+class ModelNew(nn.Module):
+""",
+    )
+    .replace(
+        "        add_kernel[(triton.cdiv(n, 1024),)](x, y, out, n, BLOCK=1024)\n",
+        "        add_kernel[(1,)](x, y, out, 1, BLOCK=1024)\n        _pending[id(out)] = (x, y)\n",
+    )
+)
+
+# The same kernel registered in forward's first call, after the import's check
+OVERRIDE_IN_FORWARD = DISPATCH_OVERRIDE.replace("_libs = [_register()]", "_libs = []").replace(
+    "        _pending[id(out)] = (x, y)\n",
+    "        _pending[id(out)] = (x, y)\n        _libs[:] = _libs or [_register()]\n",
+)
+
+# Registered anew in every forward and removed by the override once it has run: when the
+# verifier compares the dispatcher with its state before the import, the table is as it was
+SELF_REMOVING_OVERRIDE = (
+    DISPATCH_OVERRIDE.replace("_libs = [_register()]", "_libs = []")
+    .replace(
+        "        return dst.copy_(src, non_blocking)\n",
+        "        done = dst.copy_(src, non_blocking)\n"
+        "        if job is not None:\n"
+        "            while _libs:\n"
+        "                _libs.pop()._destroy()\n"
+        "        return done\n",
+    )
+    .replace(
+        "        _pending[id(out)] = (x, y)\n",
+        "        _pending[id(out)] = (x, y)\n        _libs.append(_register())\n",
+    )
+)
+
+
+@pytest.mark.parametrize(
+    ("source", "said"),
+    [
+        pytest.param(DISPATCH_OVERRIDE, "aten::copy_ (its kernels", id="registered_at_import"),
+        pytest.param(OVERRIDE_IN_FORWARD, "registered: impl('copy_')", id="registered_in_forward"),
+        pytest.param(SELF_REMOVING_OVERRIDE, "registered: impl('copy_')", id="removes_itself"),
+    ],
+)
+def test_a_candidate_that_registers_a_kernel_in_the_dispatcher_is_caught(
+    add_task, cpu_verifier, source, said, runtime_guards_only
+):
+    """Guard (d) over PyTorch's dispatcher: the kernels of every op that existed before the
+    import are compared after it, after the trials and after the timing; and every
+    registration made from Python is recorded, so one that removes itself shows too."""
+    assert "add_kernel[(1,)]" in source and "_pending[id(out)]" in source
+    verdict = cpu_verifier.check(add_task, source)
+    assert not verdict.passed and verdict.guard == "library_patch", verdict.message
+    assert said in verdict.message and "dispatcher" in verdict.message
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        pytest.param(DISPATCH_OVERRIDE, id="dispatch_override"),
+        pytest.param(AUDIT_HOOK, id="audit_hook"),
+        pytest.param(UNPERTURB, id="stack_walker"),
+    ],
+)
+def test_the_static_check_refuses_getattr_passed_as_a_value(source):
+    """``functools.reduce(getattr, names, obj)`` reaches names no call site shows: every cheat
+    above that patched the verifier's process from Python went that way."""
+    tree, problem = parse_candidate(source, "kernel.py")
+    assert tree is not None and problem is None
+    rules = {issue.rule for issue in static_guards(tree, "kernel.py")}
+    assert "dynamic" in rules, rules
 
 
 # Computes every timed call (the audit of timed calls passes), but writes a quarter of each
@@ -1182,7 +1288,7 @@ FORGE_TIMES = (
     ],
 )
 def test_a_timing_only_cheat_is_correct_code_outside_the_timer(
-    add_task, cpu_verifier, source, marks
+    add_task, cpu_verifier, source, marks, runtime_guards_only
 ):
     """Every call the trials make is computed: only timing could be fooled (GPU tests)."""
     assert all(m in source for m in marks)
@@ -1191,7 +1297,9 @@ def test_a_timing_only_cheat_is_correct_code_outside_the_timer(
 
 
 @pytest.mark.gpu
-def test_a_forward_that_forges_the_timers_list_is_caught_by_the_audited_clock_check(add_task):
+def test_a_forward_that_forges_the_timers_list_is_caught_by_the_audited_clock_check(
+    add_task, runtime_guards_only
+):
     """Unaudited, the clock check lands one call, which the forger computes alone: it passes
     more than 1.6x faster than the honest add. Audited, every back-to-back call may be
     verified, and the judge's clock sees the honest time against the forged events."""

@@ -21,7 +21,7 @@ import types
 from pathlib import Path
 from typing import Any, cast
 
-from upskills.verify import transport
+from upskills.verify import dispatch_table, transport
 from upskills.verify.build_locks import clear_stale_locks
 from upskills.verify.candidate_timing import TimingRequests, flatten_any
 from upskills.verify.guards import LaunchCounter, LibrarySnapshot, OpLog, live_threads
@@ -108,6 +108,7 @@ class _Watch:
         self.active = False
         self._wrap_conversions(torch)
         self._wrap_threads()
+        dispatch_table.record_registrations()  # before the snapshot, which watches the wrappers
         self.snapshot = LibrarySnapshot()
         self.threads = live_threads()
         self.default_dtype = torch.get_default_dtype()
@@ -116,6 +117,7 @@ class _Watch:
         if not _REFUSED_HOOKS and refuse_audit_hooks not in _INSTALLED:
             sys.addaudithook(refuse_audit_hooks)  # no later hook is added (none can be removed)
             _INSTALLED.append(refuse_audit_hooks)
+        self.dispatch = dispatch_table.snapshot()  # last: the kernels before the candidate's
 
     def _wrap_conversions(self, torch: Any) -> None:
         """Count tensor-to-Python conversions (NumPy/``tolist``/``item`` fallbacks)."""
@@ -153,11 +155,22 @@ class _Watch:
         threading.Thread.start = thread_start  # type: ignore[method-assign]
         _thread.start_new_thread = start_new_thread  # type: ignore[assignment]
 
-    def library_changes(self) -> list[str]:
-        """Library functions replaced since the snapshot, and a changed default dtype."""
+    def library_changes(self, dispatch: bool = False) -> list[str]:
+        """Library functions replaced since the snapshot, and a changed default dtype.
+
+        With ``dispatch``, also the ATen ops whose dispatcher kernels changed
+        (:mod:`~upskills.verify.dispatch_table`, 0.1 s: after the import, the trials and the
+        timing, not after every call).
+        """
         import torch
 
         changed = self.snapshot.changed()
+        if dispatch:
+            ops = dispatch_table.changed(self.dispatch)
+            changed += [f"{op} (its kernels in the dispatcher)" for op in ops]
+        if dispatch_table.REGISTRATIONS:
+            made = dispatch_table.REGISTRATIONS
+            changed.append(f"PyTorch's dispatcher ({len(made)} kernel(s) registered: {made[0]})")
         if _REFUSED_HOOKS:
             changed.append(f"sys.addaudithook (refused {len(_REFUSED_HOOKS)} time(s))")
         if torch.get_default_dtype() != self.default_dtype:
@@ -406,7 +419,7 @@ def serve_candidate(source: str, display: str, device: str, address: str, workdi
         print(f"removed a stale extension build lock no process held: {lock}", file=sys.stderr)
     try:
         module = import_candidate(path, display)
-        changed = watch.library_changes()
+        changed = watch.library_changes(dispatch=True)
         if changed:
             raise StageFailure(
                 ErrorClass.GUARD,
@@ -443,7 +456,11 @@ def _serve(chan: Channel, host: CandidateHost) -> None:
             elif isinstance(req, Bulk):
                 reply = host.bulk(req)
             elif isinstance(req, Ping):
-                reply = Ack()
+                # ``inspect``: after the trials and the timing, what the candidate's code changed
+                changes: list[str] = []
+                if req.inspect:
+                    changes = host.watch.library_changes(dispatch=True)
+                reply = Ack(library_changes=changes)
             else:
                 assert isinstance(req, Bye)
                 chan.send(Ack())

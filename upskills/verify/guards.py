@@ -477,6 +477,8 @@ def _watched_namespaces() -> dict[str, Any]:
     }
     if hasattr(torch.cuda, "Event"):
         spaces["torch.cuda.Event"] = torch.cuda.Event
+    # the dispatcher's library handles: their registering methods record (dispatch_table.py)
+    spaces["torch._C._DispatchModule"] = torch._C._DispatchModule  # pyright: ignore[reportPrivateUsage]
     # The verifier's own code in the candidate's process: the loader, perturbation, timer and
     # transport a timed call runs through. A candidate that reaches their globals (a stack walk
     # the static check did not see) and rebinds one, say the perturbation, is caught here.
@@ -503,6 +505,7 @@ _OWN_MODULES = (
     "upskills.verify.transport",
     "upskills.verify.guards",
     "upskills.verify.modes",
+    "upskills.verify.dispatch_table",
 )
 _OWN_CLASSES = (
     ("upskills.verify.candidate_host", "CandidateHost"),

@@ -40,6 +40,7 @@ from upskills.verify.protocol import (
     Failure,
     Hello,
     Param,
+    Ping,
     Setup,
     TensorHandle,
     Trial,
@@ -423,20 +424,36 @@ class Judge:
                 break
         self._conclude(count, len(prepared))
         if self.result.passed:
-            self._check_libraries()
+            self._check_process()
         prev.clear()  # large outputs: free them before the timing sets are built
         release_memory(self.device, force=True)
         if self.result.passed and self.job.timing and self.device.startswith("cuda"):
             from upskills.verify.judge_timing import time_main
 
             time_main(self, self.main_for_timing(prepared))
-            self._check_libraries()  # again: a library loaded only once the timing began
+            self._check_process()  # again: a library loaded only once the timing began
         return self.result
 
-    def _check_libraries(self) -> None:
-        """Fail a candidate whose process linked shared objects that call a vendor library."""
+    def _check_process(self) -> None:
+        """Fail a candidate whose process broke a rule no single call shows.
+
+        It linked shared objects that call a vendor library, or its code changed library
+        functions or the dispatcher's kernels since its import
+        (:mod:`~upskills.verify.dispatch_table`).
+        """
         if self.peer is not None:
             check_libraries(*self.peer, self.job.display)
+        reply = self.ask(Ping(inspect=True))
+        changed = reply.library_changes if isinstance(reply, Ack) else ["no answer"]
+        if changed:
+            raise StageFailure(
+                ErrorClass.GUARD,
+                VerdictStage.GUARDS,
+                f"{self.job.display}: the candidate's code changed {', '.join(changed[:5])}: "
+                "PyTorch's functions and kernels must stay PyTorch's, or they do the work "
+                "outside forward",
+                guard="library_patch",
+            )
 
     def main_for_timing(self, prepared: list[Prepared]) -> Prepared:
         """The main variant, with the candidate's ``ModelNew`` rebuilt for it if need be.

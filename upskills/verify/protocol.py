@@ -213,9 +213,12 @@ class Bulk(_Message):
 
 
 class Ping(_Message):
-    """Measure the round trip (judge clock check)."""
+    """Measure the round trip (judge clock check), or ask what the candidate's code changed."""
 
     op: Literal["ping"] = "ping"
+    inspect: bool = False
+    """Reply with the library functions and dispatcher kernels changed since before the import
+    (``Ack.library_changes``)."""
 
 
 class Bye(_Message):
@@ -282,6 +285,8 @@ class Ack(_Message):
 
     op: Literal["ack"] = "ack"
     failure: Failure | None = None
+    library_changes: list[str] = Field(default_factory=list)
+    """To ``Ping(inspect=True)``: what changed since before the candidate's import."""
 
 
 class TrialDone(_Message):
