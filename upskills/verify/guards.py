@@ -474,11 +474,10 @@ def _watched_namespaces() -> dict[str, Any]:
         "time": time,
         "builtins": builtins,
         "threading": threading,
+        "torch._C._DispatchModule": torch._C._DispatchModule,  # pyright: ignore  # dispatch_table
     }
     if hasattr(torch.cuda, "Event"):
         spaces["torch.cuda.Event"] = torch.cuda.Event
-    # the dispatcher's library handles: their registering methods record (dispatch_table.py)
-    spaces["torch._C._DispatchModule"] = torch._C._DispatchModule  # pyright: ignore[reportPrivateUsage]
     # The verifier's own code in the candidate's process: the loader, perturbation, timer and
     # transport a timed call runs through. A candidate that reaches their globals (a stack walk
     # the static check did not see) and rebinds one, say the perturbation, is caught here.
