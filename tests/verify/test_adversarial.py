@@ -1233,6 +1233,40 @@ def test_a_candidate_that_registers_a_kernel_in_the_dispatcher_is_caught(
     assert said in verdict.message and "dispatcher" in verdict.message
 
 
+# An honest kernel whose first forward defines an op of its own namespace and registers a
+# kernel for it, as PyTorch's first use of CUDA does in any process
+# (torch.cuda._register_triton_kernels: ``triton::_triton_bsr_dense_mm_out``). The dispatcher
+# watch refused all 17 known-good kernels on the H200 for that (2026-12-03, nineteenth session).
+NEW_OP_IN_FORWARD = (
+    DISPATCH_OVERRIDE.replace("_libs = [_register()]", "_libs = []")
+    .replace(
+        """    lib = _Library("aten", "IMPL")
+    for key in ("AutogradCPU", "AutogradCUDA"):
+        lib.impl("copy_", _copy, key)
+    return lib""",
+        """    lib = _Library("upskills_probe", "DEF")
+    lib.define("twice(Tensor x) -> Tensor")
+    lib.impl("twice", lambda t: t * 2, "CPU")
+    return lib""",
+    )
+    .replace(
+        "        add_kernel[(1,)](x, y, out, 1, BLOCK=1024)\n        _pending[id(out)] = (x, y)\n",
+        "        add_kernel[(triton.cdiv(n, 1024),)](x, y, out, n, BLOCK=1024)\n"
+        "        _libs[:] = _libs or [_register()]\n",
+    )
+)
+
+
+def test_a_kernel_registered_for_a_new_op_is_not_an_override(
+    add_task, cpu_verifier, runtime_guards_only
+):
+    """Only kernels put on ops that existed before the import are the candidate's doing: one
+    for an op defined later changes nothing that ran before (a fallback always counts)."""
+    assert "upskills_probe" in NEW_OP_IN_FORWARD and "_pending[id(out)]" not in NEW_OP_IN_FORWARD
+    verdict = cpu_verifier.check(add_task, NEW_OP_IN_FORWARD)
+    assert verdict.passed, verdict.message
+
+
 @pytest.mark.parametrize(
     "source",
     [

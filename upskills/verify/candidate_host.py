@@ -98,9 +98,14 @@ def refuse_audit_hooks(event: str, args: tuple[Any, ...]) -> None:
 class _Watch:
     """Instruments installed before the candidate's module is imported."""
 
-    def __init__(self) -> None:
+    def __init__(self, device: str = "cpu") -> None:
         import torch
 
+        if device.startswith("cuda"):
+            # CUDA's first use runs the calls torch queued for it, which register kernels
+            # (torch.cuda._register_triton_kernels): done here, before anything is watched, not
+            # in the first trial's forward, where guard (d) took them for the candidate's
+            torch.cuda.init()
         self.counter = LaunchCounter()
         self.counter.install()
         self.scalars = 0
@@ -168,8 +173,8 @@ class _Watch:
         if dispatch:
             ops = dispatch_table.changed(self.dispatch)
             changed += [f"{op} (its kernels in the dispatcher)" for op in ops]
-        if dispatch_table.REGISTRATIONS:
-            made = dispatch_table.REGISTRATIONS
+        made = dispatch_table.overriding(self.dispatch)
+        if made:
             changed.append(f"PyTorch's dispatcher ({len(made)} kernel(s) registered: {made[0]})")
         if _REFUSED_HOOKS:
             changed.append(f"sys.addaudithook (refused {len(_REFUSED_HOOKS)} time(s))")
@@ -411,7 +416,7 @@ def serve_candidate(source: str, display: str, device: str, address: str, workdi
         import torch._dynamo  # noqa: F401  # pyright: ignore[reportUnusedImport]
     except ImportError:
         pass
-    watch = _Watch()
+    watch = _Watch(device)
     host = CandidateHost(path, display, device, watch)
     chan = Channel(_connect(address), max_bytes=1 << 30, accept_fds=True)
     hello = Hello()

@@ -72,11 +72,19 @@ def _digest(dump: Any, op: str) -> int:
         return -1
 
 
-REGISTRATIONS: list[str] = []
-"""Kernels registered through ``torch._C._DispatchModule`` since :func:`record_registrations`:
-a registration that removes itself before the next snapshot still shows here."""
+REGISTRATIONS: list[tuple[str, str]] = []
+"""Kernels registered through ``torch._C._DispatchModule`` since :func:`record_registrations`,
+as (method, op name): a registration that removes itself before the next snapshot still shows
+here. :func:`overriding` picks those that touch an op of a snapshot."""
 
-_REGISTERING = ("impl", "impl_t_t", "impl_with_aoti_compile", "fallback", "fallback_fallthrough")
+_REGISTERING = (
+    "impl",
+    "impl_t_t",
+    "impl_with_aoti_compile",
+    "fallback",
+    "fallback_fallthrough",
+    "register_ad_inplace_or_view_fallback",
+)
 """The methods of a dispatcher library handle that put a kernel in the table."""
 
 
@@ -99,8 +107,31 @@ def record_registrations() -> None:
         def recorded(
             self: object, *args: object, __method: Any = method, __name: str = name, **kw: object
         ) -> Any:
-            REGISTRATIONS.append(f"{__name}({args[0]!r})" if args else __name)
+            REGISTRATIONS.append((__name, str(args[0]) if args else ""))
             return __method(self, *args, **kw)
 
         recorded._upskills_recorded = True  # pyright: ignore[reportFunctionMemberAccess]
         setattr(cls, name, recorded)
+
+
+def overriding(before: Table) -> list[str]:
+    """The :data:`REGISTRATIONS` that put a kernel on an op of ``before``, and every fallback.
+
+    A kernel for an op that appeared later (a candidate's own namespace, or PyTorch's lazy
+    ``triton::_triton_bsr_dense_mm_out``, which CUDA's first use in a process defines) changes
+    nothing that ran before; a fallback serves every op of its dispatch key. A name is matched
+    without its namespace and overload (a handle's ``impl`` may take ``copy_``), so a new
+    overload of an existing op counts as touching it.
+    """
+    if not REGISTRATIONS:
+        return []
+    existing = {_base(op) for op in before.ops}
+    return [
+        f"{method}({name!r})"
+        for method, name in REGISTRATIONS
+        if "fallback" in method or _base(name) in existing
+    ]
+
+
+def _base(name: str) -> str:
+    return name.rpartition("::")[2].partition(".")[0]
