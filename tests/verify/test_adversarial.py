@@ -1267,10 +1267,62 @@ def test_a_kernel_registered_for_a_new_op_is_not_an_override(
     assert verdict.passed, verdict.message
 
 
+# A Python kernel for aten::copy_ through the Python dispatcher: ``py_impl`` puts it in the op's
+# ``py_kernels`` (not in the C++ table, and no ``_DispatchModule`` method runs), and
+# ``enable_python_dispatcher()`` entered at import and left entered makes every op in the
+# process dispatch through it. Forward launches one block; the kernel fills the output with
+# torch.add when the verifier copies it. Found in the eighteenth session's review; the run-time
+# guards did not see it until the thread's dispatch keys were compared (``modes.py``).
+PYTHON_DISPATCHER = (
+    GOOD_ADD.replace("import torch\n", "import functools\nimport importlib\n\nimport torch\n", 1)
+    .replace(
+        "class ModelNew(nn.Module):\n",
+        """_pending = {}
+_copy_op = functools.reduce(getattr, ["op" + "s", "aten", "copy_", "default"], torch)
+_cpu = functools.reduce(getattr, ["_" + "C", "DispatchKey", "CPU"], torch)
+_off = functools.reduce(getattr, ["_" + "C", "_DisablePython" + "Dispatcher"], torch)
+_python = importlib.import_module("torch._dis" + "patch.python")
+
+
+def _fill(dst, src, non_blocking=False):
+    job = _pending.pop(id(src), None)
+    with _off():
+        if job is not None:
+            torch.add(job[0], job[1], out=src)
+        return dst.copy_(src, non_blocking)
+
+
+functools.reduce(getattr, ["py" + "_impl"], _copy_op)(_cpu)(_fill)
+_on = functools.reduce(getattr, ["enable_python" + "_dispatcher"], _python)()
+_on.__enter__()
+
+
+class ModelNew(nn.Module):
+""",
+    )
+    .replace(
+        "        add_kernel[(triton.cdiv(n, 1024),)](x, y, out, n, BLOCK=1024)\n",
+        "        add_kernel[(1,)](x, y, out, 1, BLOCK=1024)\n        _pending[id(out)] = (x, y)\n",
+    )
+)
+
+
+def test_a_python_kernel_through_the_python_dispatcher_is_caught(
+    add_task, cpu_verifier, runtime_guards_only
+):
+    """Guard (d) compares the thread's local dispatch keys with the mode stacks: the Python
+    dispatcher left enabled shows as ``PythonDispatcher`` included."""
+    assert "add_kernel[(1,)]" in PYTHON_DISPATCHER and "_pending[id(out)]" in PYTHON_DISPATCHER
+    verdict = cpu_verifier.check(add_task, PYTHON_DISPATCHER)
+    assert not verdict.passed and verdict.guard == "library_patch", verdict.message
+    assert "PythonDispatcher" in verdict.message, verdict.message
+
+
 @pytest.mark.parametrize(
     "source",
     [
         pytest.param(DISPATCH_OVERRIDE, id="dispatch_override"),
+        pytest.param(PYTHON_DISPATCHER, id="python_dispatcher"),
         pytest.param(AUDIT_HOOK, id="audit_hook"),
         pytest.param(UNPERTURB, id="stack_walker"),
     ],

@@ -4,26 +4,64 @@ A torch function or dispatch mode left active runs on every torch call the proce
 afterwards, the verifier's own among them (copying an output into the judge's buffer,
 fingerprinting it), so a forward could move its work there: out of the call, and on a GPU out
 of the events (``docs/design/verifier.md``, "A forward that leaves a torch mode behind").
+
+The thread's local dispatch keys count too. ``enable_python_dispatcher()`` left entered adds
+``PythonDispatcher`` to them, and every op then runs the Python kernels of its ``py_kernels``,
+one a candidate put on ``aten::copy_`` with ``py_impl`` among them: no mode is pushed and the
+C++ table is unchanged (``PYTHON_DISPATCHER`` in ``tests/verify/test_adversarial.py``).
 """
 
 from __future__ import annotations
+
+from typing import Any, NamedTuple
 
 from upskills.verify.verdict import ErrorClass, VerdictStage
 from upskills.verify.worker import StageFailure
 
 
-def mode_depths() -> tuple[int, int]:
-    """How many torch function modes and dispatch modes are active in this process."""
+class ModeState(NamedTuple):
+    """Torch's mode stacks and this thread's local dispatch keys (compared with ``==``)."""
+
+    functions: int
+    dispatch: int
+    included: Any
+    """``torch._C.DispatchKeySet`` of keys this thread adds (``PythonDispatcher`` ...)."""
+    excluded: Any
+    """Keys this thread skips (``_AutoDispatchBelowAutograd`` left entered adds Autograd's)."""
+
+    def describe(self, then: ModeState) -> str:
+        """What moved from ``then`` to this state, in words."""
+        parts: list[str] = []
+        if (self.functions, self.dispatch) != (then.functions, then.dispatch):
+            parts.append(
+                f"function modes {then.functions} -> {self.functions}, dispatch modes "
+                f"{then.dispatch} -> {self.dispatch}"
+            )
+        if self.included != then.included:
+            parts.append(f"dispatch keys included {then.included} -> {self.included}")
+        if self.excluded != then.excluded:
+            parts.append(f"dispatch keys excluded {then.excluded} -> {self.excluded}")
+        return "; ".join(parts)
+
+
+def mode_depths() -> ModeState:
+    """How many torch function and dispatch modes are active, and the thread's local keys."""
     import torch
 
-    return torch._C._len_torch_function_stack(), torch._C._len_torch_dispatch_stack()  # pyright: ignore[reportPrivateUsage]
+    c = torch._C  # pyright: ignore[reportPrivateUsage]
+    return ModeState(
+        c._len_torch_function_stack(),  # pyright: ignore[reportPrivateUsage]
+        c._len_torch_dispatch_stack(),  # pyright: ignore[reportPrivateUsage]
+        c._dispatch_tls_local_include_set(),  # pyright: ignore[reportPrivateUsage]
+        c._dispatch_tls_local_exclude_set(),  # pyright: ignore[reportPrivateUsage]
+    )
 
 
 def check_modes_left(
-    before: tuple[int, int],
+    before: ModeState,
     stage: VerdictStage,
     display: str,
-    baseline: tuple[int, int] | None = None,
+    baseline: ModeState | None = None,
 ) -> None:
     """Raise guard (d) if the mode stacks moved during ``forward`` or before it.
 
@@ -35,8 +73,7 @@ def check_modes_left(
             ErrorClass.GUARD,
             stage,
             f"{display}: guard (d) torch modes were active before ModelNew.forward ran "
-            f"(function modes {baseline[0]} -> {before[0]}, dispatch modes {baseline[1]} -> "
-            f"{before[1]}): the candidate's import or __init__ left them",
+            f"({before.describe(baseline)}): the candidate's import or __init__ left them",
             guard="library_patch",
         )
     now = mode_depths()
@@ -44,8 +81,8 @@ def check_modes_left(
         raise StageFailure(
             ErrorClass.GUARD,
             stage,
-            f"{display}: guard (d) ModelNew.forward left torch modes active (function modes "
-            f"{before[0]} -> {now[0]}, dispatch modes {before[1]} -> {now[1]}): every torch "
-            "call after it, the verifier's own, would run through them",
+            f"{display}: guard (d) ModelNew.forward left torch modes active "
+            f"({now.describe(before)}): every torch call after it, the verifier's own, would "
+            "run through them",
             guard="library_patch",
         )
