@@ -24,8 +24,9 @@ from typing import Any, cast
 from upskills.verify import dispatch_table, transport
 from upskills.verify.build_locks import clear_stale_locks
 from upskills.verify.candidate_timing import TimingRequests, flatten_any
-from upskills.verify.guards import LaunchCounter, LibrarySnapshot, OpLog, live_threads
+from upskills.verify.guards import LaunchCounter, OpLog
 from upskills.verify.interface import mismatch, signature_problem
+from upskills.verify.library_snapshot import LibrarySnapshot, live_threads
 from upskills.verify.modes import check_modes_left, mode_depths
 from upskills.verify.protocol import (
     REQUEST,

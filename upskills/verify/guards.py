@@ -7,10 +7,8 @@
 - :class:`OpRecorder` is a ``TorchDispatchMode`` that records the aten ops a ``forward`` runs
   outside the candidate's own launches; :func:`forbidden_ops` rejects compute ops on more than a
   few elements, and any copy op the reference itself uses for its work (guard b).
-- :class:`LibrarySnapshot` remembers every attribute of ``torch``, ``torch.Tensor``,
-  ``torch.nn.Module``, ``torch.cuda``, ``time``, ``builtins`` and the verifier's own modules in
-  the candidate's process (its loader, timer, input perturbation, transport); a changed one (a
-  patched timer, ``synchronize``, comparison or perturbation) fails guard (d).
+- :class:`~upskills.verify.library_snapshot.LibrarySnapshot` (guard d) lives in a module of
+  its own.
 
 Like the static guards, these raise the cost of cheating; they are not a security sandbox.
 """
@@ -18,13 +16,9 @@ Like the static guards, these raise the cost of cheating; they are not a securit
 from __future__ import annotations
 
 import functools
-import importlib
 import os
-import re
 import sys
-import threading
-import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, cast
 
@@ -459,144 +453,3 @@ def forbidden_ops(log: OpLog, reference_work: set[str]) -> list[OpRecord]:
             seen.add(op.name)
             bad.append(op)
     return bad
-
-
-def _watched_namespaces() -> dict[str, Any]:
-    import builtins
-
-    import torch
-
-    spaces: dict[str, Any] = {
-        "torch": torch,
-        "torch.Tensor": torch.Tensor,
-        "torch.nn.Module": torch.nn.Module,
-        "torch.cuda": torch.cuda,
-        "time": time,
-        "builtins": builtins,
-        "threading": threading,
-        "torch._C._DispatchModule": torch._C._DispatchModule,  # pyright: ignore  # dispatch_table
-    }
-    if hasattr(torch.cuda, "Event"):
-        spaces["torch.cuda.Event"] = torch.cuda.Event
-    # The verifier's own code in the candidate's process: the loader, perturbation, timer and
-    # transport a timed call runs through. A candidate that reaches their globals (a stack walk
-    # the static check did not see) and rebinds one, say the perturbation, is caught here.
-    for name in _OWN_MODULES:
-        spaces[name] = importlib.import_module(name)
-    try:  # the verifier's kernels are made on first use: made now, so the snapshot holds them
-        spaces["upskills.verify.perturb_kernel"].fused_kernel()
-        spaces["upskills.verify.fingerprint_kernel"].projection_kernel()
-    except ImportError:  # no Triton here: they stay unmade, and the PyTorch ops serve
-        pass
-    for name, cls in _OWN_CLASSES:
-        spaces[f"{name}.{cls}"] = getattr(spaces[name], cls)
-    return spaces
-
-
-_OWN_MODULES = (
-    "upskills.verify.candidate_host",
-    "upskills.verify.candidate_timing",
-    "upskills.verify.fingerprint",
-    "upskills.verify.fingerprint_kernel",
-    "upskills.verify.perturb",
-    "upskills.verify.perturb_kernel",
-    "upskills.verify.timing",
-    "upskills.verify.transport",
-    "upskills.verify.guards",
-    "upskills.verify.modes",
-    "upskills.verify.dispatch_table",
-)
-_OWN_CLASSES = (
-    ("upskills.verify.candidate_host", "CandidateHost"),
-    ("upskills.verify.candidate_timing", "TimingRequests"),
-)
-
-
-def _attrs(space: object) -> Mapping[str, Any]:
-    """``vars(space)``: a module's ``__dict__`` or a class's mapping proxy."""
-    return vars(space)
-
-
-def _fingerprint(value: Any) -> tuple[int, ...]:
-    """What makes a callable the one it was.
-
-    Its identity and, for a Python function (or a method, static or class method wrapping one),
-    its code and defaults. A function edited in place (``__code__`` swapped, ``__kwdefaults__``
-    rewritten) keeps its identity; these change.
-    """
-    func = value
-    try:
-        func = getattr(value, "__func__", value)
-        code = getattr(func, "__code__", None)
-        defaults: tuple[Any, ...] = getattr(func, "__defaults__", None) or ()
-        kwdefaults: dict[str, Any] = getattr(func, "__kwdefaults__", None) or {}
-    except Exception:  # noqa: BLE001 - an odd object's attribute hook: identity alone
-        return (id(value),)
-    if code is None:
-        return (id(value),)
-    kw = sorted((hash(k), id(v)) for k, v in kwdefaults.items())
-    flat_kw = (x for kv in kw for x in kv)
-    return (id(value), id(func), id(code), *(id(d) for d in defaults), -1, *flat_kw)
-
-
-_CONSTANT = re.compile(r"_?[A-Z][A-Z0-9_]*")
-"""A module constant's name (``SPAN``, ``_BITS``, ``_KERNEL``): in the verifier's own modules
-these are watched whatever their value (the perturbation's span is a float)."""
-
-
-def _watched(key: str, value: Any, own: bool) -> bool:
-    """A callable, a method object wrapping one, or a constant of the verifier's own modules."""
-    if own and _CONSTANT.fullmatch(key):
-        return True
-    try:
-        return callable(value) or hasattr(value, "__func__")
-    except Exception:  # noqa: BLE001 - an attribute hook that raises: not ours to judge
-        return False
-
-
-class LibrarySnapshot:
-    """Fingerprints of library attributes (timers, synchronize, comparisons) at a point in time.
-
-    A rebinding changes the identity, an edit in place the code or defaults (:func:`_fingerprint`).
-    In the verifier's own modules the constants are watched too (a rebound ``perturb.SPAN``).
-    """
-
-    def __init__(self) -> None:
-        self._spaces = _watched_namespaces()
-        self._prints = {
-            name: {
-                key: _fingerprint(value)
-                for key, value in list(_attrs(space).items())
-                if _watched(key, value, name.startswith("upskills."))
-            }
-            for name, space in self._spaces.items()
-        }
-
-    def changed(self) -> list[str]:
-        """Dotted names whose value was replaced or edited in place (new names are ignored)."""
-        out: list[str] = []
-        for name, space in self._spaces.items():
-            now = _attrs(space)
-            for key, print_ in self._prints[name].items():
-                if key not in now:
-                    out.append(f"{name}.{key}")
-                elif _fingerprint(now[key]) != print_:
-                    edited = id(now[key]) == print_[0]
-                    out.append(f"{name}.{key}" + (" (edited in place)" if edited else ""))
-        return out
-
-
-_LIBRARY_THREADS = ("torch", "triton")
-"""Threads whose target lives in these packages belong to the libraries, not the candidate."""
-
-
-def live_threads() -> set[int]:
-    """Idents of the Python threads alive now (library-owned threads left out)."""
-    idents: set[int] = set()
-    for thread in threading.enumerate():
-        target = getattr(thread, "_target", None)
-        module = getattr(target, "__module__", None) or ""
-        if thread.ident is None or module.split(".")[0] in _LIBRARY_THREADS:
-            continue
-        idents.add(thread.ident)
-    return idents
