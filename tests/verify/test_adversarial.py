@@ -1318,11 +1318,70 @@ def test_a_python_kernel_through_the_python_dispatcher_is_caught(
     assert "PythonDispatcher" in verdict.message, verdict.message
 
 
+# A profile function set at import (sys.setprofile, reached by built names): it runs on every
+# call the process makes, the verifier's own among them. Forward launches one block and queues
+# its output; at the first C call after forward with no torch mode active (the op recorder
+# gone), the hook fills the output with torch.add. It passed every CPU trial with the static
+# check out of the way (2026-12-03, nineteenth session's review); SET_IN_FORWARD sets it in
+# forward's first call instead.
+PROFILE_HOOK = (
+    GOOD_ADD.replace("import torch\n", "import functools\n\nimport torch\n", 1)
+    .replace(
+        "class ModelNew(nn.Module):\n",
+        """_pending = []
+_sys = __import__("s" + "ys")
+_depth = functools.reduce(getattr, ["_" + "C", "_len_torch_dispatch" + "_stack"], torch)
+
+
+def _hook(frame, event, arg):
+    if _pending and event == "c_call" and _depth() == 0:
+        while _pending:
+            x, y, out = _pending.pop()
+            torch.add(x, y, out=out)
+
+
+functools.reduce(getattr, ["set" + "profile"], _sys)(_hook)
+
+
+class ModelNew(nn.Module):
+""",
+    )
+    .replace(
+        "        add_kernel[(triton.cdiv(n, 1024),)](x, y, out, n, BLOCK=1024)\n",
+        "        add_kernel[(1,)](x, y, out, 1, BLOCK=1024)\n"
+        "        _pending.append((x, y, out))\n",
+    )
+)
+PROFILE_HOOK_SET_IN_FORWARD = PROFILE_HOOK.replace(
+    'functools.reduce(getattr, ["set" + "profile"], _sys)(_hook)\n', ""
+).replace(
+    "        _pending.append((x, y, out))\n",
+    "        _pending.append((x, y, out))\n"
+    '        functools.reduce(getattr, ["set" + "profile"], _sys)(_hook)\n',
+)
+
+
+@pytest.mark.parametrize(
+    ("source", "said"),
+    [
+        pytest.param(PROFILE_HOOK, "were active before ModelNew.forward", id="set_at_import"),
+        pytest.param(PROFILE_HOOK_SET_IN_FORWARD, "left torch modes active", id="set_in_forward"),
+    ],
+)
+def test_a_profile_hook_is_caught(add_task, cpu_verifier, source, said, runtime_guards_only):
+    """Guard (d) compares the interpreter's hooks beside the mode stacks."""
+    assert source.count("setprofile") == 0 and source.count('"set" + "profile"') == 1
+    verdict = cpu_verifier.check(add_task, source)
+    assert not verdict.passed and verdict.guard == "library_patch", verdict.message
+    assert said in verdict.message and "interpreter hooks" in verdict.message, verdict.message
+
+
 @pytest.mark.parametrize(
     "source",
     [
         pytest.param(DISPATCH_OVERRIDE, id="dispatch_override"),
         pytest.param(PYTHON_DISPATCHER, id="python_dispatcher"),
+        pytest.param(PROFILE_HOOK, id="profile_hook"),
         pytest.param(AUDIT_HOOK, id="audit_hook"),
         pytest.param(UNPERTURB, id="stack_walker"),
     ],

@@ -62,6 +62,11 @@ HEADER = "import torch\nimport torch.nn as nn\nimport torch.nn.functional as F\n
             "(e) the candidate must not reach into loaded modules",
         ),
         ("import sys\nf = sys._getframe(1)\n", "(e) walking stack frames"),
+        ("import sys\nsys.setprofile(print)\n", "(e) profiling hooks"),
+        (
+            "import sys\nsys.monitoring.register_callback(1, 1, print)\n",
+            "(e) monitoring callbacks",
+        ),
         ("def f(fr):\n    return fr.f_back.f_locals\n", "(e) walking stack frames"),
         (
             "import operator\nf = operator.attrgetter('__traceback__.tb_frame')\n",

@@ -9,10 +9,17 @@ The thread's local dispatch keys count too. ``enable_python_dispatcher()`` left 
 ``PythonDispatcher`` to them, and every op then runs the Python kernels of its ``py_kernels``,
 one a candidate put on ``aten::copy_`` with ``py_impl`` among them: no mode is pushed and the
 C++ table is unchanged (``PYTHON_DISPATCHER`` in ``tests/verify/test_adversarial.py``).
+
+So do the interpreter's hooks. A profile function (``sys.setprofile``) set at import runs on
+every call the process makes, the verifier's own among them: one that filled forward's output
+at the first C call after ``forward`` passed every CPU trial (``PROFILE_HOOK``). Compared: the
+thread's profile and trace functions, and on Python 3.12+ the ``sys.monitoring`` tools in use
+with their events.
 """
 
 from __future__ import annotations
 
+import sys
 from typing import Any, NamedTuple
 
 from upskills.verify.verdict import ErrorClass, VerdictStage
@@ -28,6 +35,8 @@ class ModeState(NamedTuple):
     """``torch._C.DispatchKeySet`` of keys this thread adds (``PythonDispatcher`` ...)."""
     excluded: Any
     """Keys this thread skips (``_AutoDispatchBelowAutograd`` left entered adds Autograd's)."""
+    hooks: tuple[Any, ...]
+    """The interpreter's hooks: profile and trace functions, ``sys.monitoring`` tools."""
 
     def describe(self, then: ModeState) -> str:
         """What moved from ``then`` to this state, in words."""
@@ -41,6 +50,8 @@ class ModeState(NamedTuple):
             parts.append(f"dispatch keys included {then.included} -> {self.included}")
         if self.excluded != then.excluded:
             parts.append(f"dispatch keys excluded {then.excluded} -> {self.excluded}")
+        if self.hooks != then.hooks:
+            parts.append("interpreter hooks (sys.setprofile, sys.settrace, sys.monitoring) changed")
         return "; ".join(parts)
 
 
@@ -54,7 +65,19 @@ def mode_depths() -> ModeState:
         c._len_torch_dispatch_stack(),  # pyright: ignore[reportPrivateUsage]
         c._dispatch_tls_local_include_set(),  # pyright: ignore[reportPrivateUsage]
         c._dispatch_tls_local_exclude_set(),  # pyright: ignore[reportPrivateUsage]
+        interpreter_hooks(),
     )
+
+
+def interpreter_hooks() -> tuple[Any, ...]:
+    """This thread's profile and trace functions, and each ``sys.monitoring`` tool's events."""
+    hooks: list[Any] = [sys.getprofile(), sys.gettrace()]
+    monitoring: Any = getattr(sys, "monitoring", None)  # Python 3.12+
+    if monitoring is not None:
+        for tool in range(6):
+            name = monitoring.get_tool(tool)
+            hooks.append((name, monitoring.get_events(tool) if name is not None else 0))
+    return tuple(hooks)
 
 
 def check_modes_left(
@@ -72,7 +95,7 @@ def check_modes_left(
         raise StageFailure(
             ErrorClass.GUARD,
             stage,
-            f"{display}: guard (d) torch modes were active before ModelNew.forward ran "
+            f"{display}: guard (d) torch modes or hooks were active before ModelNew.forward ran "
             f"({before.describe(baseline)}): the candidate's import or __init__ left them",
             guard="library_patch",
         )
@@ -81,7 +104,7 @@ def check_modes_left(
         raise StageFailure(
             ErrorClass.GUARD,
             stage,
-            f"{display}: guard (d) ModelNew.forward left torch modes active "
+            f"{display}: guard (d) ModelNew.forward left torch modes active or hooks set "
             f"({now.describe(before)}): every torch call after it, the verifier's own, would "
             "run through them",
             guard="library_patch",

@@ -99,6 +99,7 @@ TIMING_ATTRIBUTES = {
     "sys.argv": "(e) the command line detects the judge",
     "sys.settrace": "(e) tracing hooks reach into other code",
     "sys.setprofile": "(e) profiling hooks reach into other code",
+    "sys.monitoring": "(e) monitoring callbacks reach into other code",
     "sys.addaudithook": "(e) audit hooks run code inside the verifier's own steps",
 }
 """Dotted attribute (after alias resolution) -> why using it is rejected."""
