@@ -1376,6 +1376,60 @@ def test_a_profile_hook_is_caught(add_task, cpu_verifier, source, said, runtime_
     assert said in verdict.message and "interpreter hooks" in verdict.message, verdict.message
 
 
+# A finalizer of cyclic garbage made in forward, run by the collector after the call: with
+# gc.set_threshold(1) a pass comes at the next allocation, and while the op recorder is still
+# there the finalizer makes a fresh cycle to wait for the next one. Once it is gone, it fills
+# forward's output with torch.add, before the verifier copies it. It passed every CPU trial
+# with the static check out of the way (2026-12-03, nineteenth session's review).
+GC_FINALIZER = GOOD_ADD.replace(
+    "class ModelNew(nn.Module):\n",
+    """_gc = __import__("g" + "c")
+_gc.enable()
+_gc.set_threshold(1)
+_depth = torch._C._len_torch_dispatch_stack
+
+
+class _Later:
+    def __init__(self, job):
+        self.job = job
+        self.me = self  # a cycle: freed by the collector, not when forward returns
+
+    def __del__(self):
+        if _depth():  # the op recorder is still there: wait for the next collection
+            _Later(self.job)
+            return
+        x, y, out = self.job
+        torch.add(x, y, out=out)
+
+
+class ModelNew(nn.Module):
+""",
+).replace(
+    "        add_kernel[(triton.cdiv(n, 1024),)](x, y, out, n, BLOCK=1024)\n",
+    "        add_kernel[(1,)](x, y, out, 1, BLOCK=1024)\n        _Later((x, y, out))\n",
+)
+
+
+@pytest.mark.parametrize(
+    ("source", "guard"),
+    [
+        pytest.param(GC_FINALIZER, "library_patch", id="turns_the_collector_on"),
+        pytest.param(GC_FINALIZER.replace("_gc.enable()\n", ""), None, id="leaves_it_off"),
+    ],
+)
+def test_a_finalizer_run_by_the_collector_after_forward_is_caught(
+    add_task, cpu_verifier, source, guard, runtime_guards_only
+):
+    """The candidate's process runs with the collector off and collects where no output
+    waits: turning it on is guard (d), and left off, the finalizer fills the output too late."""
+    assert "set_threshold(1)" in source and "_Later((x, y, out))" in source
+    verdict = cpu_verifier.check(add_task, source)
+    assert not verdict.passed, verdict.message
+    assert verdict.guard == guard, verdict.message
+    if guard is None:
+        assert verdict.error_class == ErrorClass.MISMATCH, verdict.message
+
+
 @pytest.mark.parametrize(
     "source",
     [

@@ -12,6 +12,7 @@ guards, which run in the judge's parent before this process exists, forbid the m
 
 from __future__ import annotations
 
+import gc
 import inspect
 import os
 import socket
@@ -27,7 +28,7 @@ from upskills.verify.candidate_timing import TimingRequests, flatten_any
 from upskills.verify.guards import LaunchCounter, OpLog
 from upskills.verify.interface import mismatch, signature_problem
 from upskills.verify.library_snapshot import LibrarySnapshot, live_threads
-from upskills.verify.modes import check_modes_left, mode_depths
+from upskills.verify.modes import check_modes_left, collect_garbage, mode_depths
 from upskills.verify.protocol import (
     REQUEST,
     Ack,
@@ -119,6 +120,7 @@ class _Watch:
         self.threads = live_threads()
         self.default_dtype = torch.get_default_dtype()
         self.sync = torch.cuda.synchronize
+        gc.disable()  # cyclic garbage is collected only where no output waits (collect_garbage)
         self.modes = mode_depths()  # before the candidate's import: forward must find these
         if not _REFUSED_HOOKS and refuse_audit_hooks not in _INSTALLED:
             sys.addaudithook(refuse_audit_hooks)  # no later hook is added (none can be removed)
@@ -278,6 +280,7 @@ class CandidateHost(TimingRequests):
 
         from upskills.verify.guards import make_op_recorder
 
+        collect_garbage()
         recorder = make_op_recorder(log, self.watch.counter.state)
         check_modes_left(mode_depths(), VerdictStage.CORRECTNESS, self.display, self.watch.modes)
         self.watch.active = True

@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any, cast
 
 from upskills.verify.fingerprint import PROJECTIONS, fingerprints
-from upskills.verify.modes import check_modes_left, mode_depths
+from upskills.verify.modes import check_modes_left, collect_garbage, mode_depths
 from upskills.verify.perturb import perturb_inputs
 from upskills.verify.protocol import Bulk, BulkDone, TensorHandle, TimeDone, TimeRun
 from upskills.verify.transport import clone_tree, copy_into, import_args, keep_mapped, open_handle
@@ -60,6 +60,7 @@ class TimingRequests:
 
         from upskills.verify.timing import time_cuda
 
+        collect_garbage()
         sets = [import_args(s) for s in req.input_sets]
         work = [clone_tree(v) for v in sets[0]]
         order = req.order

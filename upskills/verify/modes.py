@@ -15,10 +15,19 @@ every call the process makes, the verifier's own among them: one that filled for
 at the first C call after ``forward`` passed every CPU trial (``PROFILE_HOOK``). Compared: the
 thread's profile and trace functions, and on Python 3.12+ the ``sys.monitoring`` tools in use
 with their events.
+
+And the collector. A ``__del__`` of cyclic garbage made in ``forward`` runs at the collector's
+next pass, which the candidate can steer (``gc.set_threshold(1)``, and a finalizer that makes
+a fresh cycle while the op recorder is still there): one filled forward's output between the
+call and the copy, and passed every CPU trial (``GC_FINALIZER``). The candidate's process runs
+with the collector off (``gc.disable()`` before the import, compared with the hooks) and
+collects at :func:`collect_garbage`, before a trial's call and a timing request, where no
+output of the candidate waits to be copied.
 """
 
 from __future__ import annotations
 
+import gc
 import sys
 from typing import Any, NamedTuple
 
@@ -51,7 +60,7 @@ class ModeState(NamedTuple):
         if self.excluded != then.excluded:
             parts.append(f"dispatch keys excluded {then.excluded} -> {self.excluded}")
         if self.hooks != then.hooks:
-            parts.append("interpreter hooks (sys.setprofile, sys.settrace, sys.monitoring) changed")
+            parts.append("interpreter hooks (sys.setprofile, settrace, monitoring, gc) changed")
         return "; ".join(parts)
 
 
@@ -70,8 +79,8 @@ def mode_depths() -> ModeState:
 
 
 def interpreter_hooks() -> tuple[Any, ...]:
-    """This thread's profile and trace functions, and each ``sys.monitoring`` tool's events."""
-    hooks: list[Any] = [sys.getprofile(), sys.gettrace()]
+    """Profile and trace functions, the collector's switch, ``sys.monitoring``'s tools."""
+    hooks: list[Any] = [sys.getprofile(), sys.gettrace(), gc.isenabled()]
     monitoring: Any = getattr(sys, "monitoring", None)  # Python 3.12+
     if monitoring is not None:
         for tool in range(6):
@@ -109,3 +118,13 @@ def check_modes_left(
             "run through them",
             guard="library_patch",
         )
+
+
+def collect_garbage() -> None:
+    """Collect the young generations, where no output of the candidate waits to be copied.
+
+    Cycles made since the last pass are freed here (their finalizers run now, harmlessly); a
+    cycle tied to an older object waits for the exit. A full pass over torch's objects takes
+    ~0.15 s, a young one microseconds.
+    """
+    gc.collect(1)
