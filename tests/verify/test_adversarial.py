@@ -1430,6 +1430,62 @@ def test_a_finalizer_run_by_the_collector_after_forward_is_caught(
         assert verdict.error_class == ErrorClass.MISMATCH, verdict.message
 
 
+# A handler for SIGALRM and an interval timer of 20 µs, armed at import: the handler runs
+# between bytecodes, and at its first run after forward with no torch mode active it fills the
+# queued output with torch.add, before the verifier copies it. It passed every CPU trial with
+# the static check out of the way (2026-12-03, nineteenth session's review).
+SIGNAL_TIMER = GOOD_ADD.replace(
+    "class ModelNew(nn.Module):\n",
+    """_sig = __import__("sig" + "nal")
+_depth = torch._C._len_torch_dispatch_stack
+_pending = []
+
+
+def _tick(signum, frame):
+    if _pending and not _depth():
+        while _pending:
+            x, y, out = _pending.pop()
+            torch.add(x, y, out=out)
+
+
+_sig.signal(_sig.SIGALRM, _tick)
+_sig.setitimer(_sig.ITIMER_REAL, 0.00002, 0.00002)
+
+
+class ModelNew(nn.Module):
+""",
+).replace(
+    "        add_kernel[(triton.cdiv(n, 1024),)](x, y, out, n, BLOCK=1024)\n",
+    "        add_kernel[(1,)](x, y, out, 1, BLOCK=1024)\n        _pending.append((x, y, out))\n",
+)
+_ARM = """_sig.signal(_sig.SIGALRM, _tick)
+_sig.setitimer(_sig.ITIMER_REAL, 0.00002, 0.00002)
+"""
+SIGNAL_TIMER_IN_FORWARD = SIGNAL_TIMER.replace(_ARM, "").replace(
+    "        _pending.append((x, y, out))\n",
+    "        _pending.append((x, y, out))\n"
+    + "".join("        " + line + "\n" for line in _ARM.splitlines()),
+)
+
+
+@pytest.mark.parametrize(
+    ("source", "said"),
+    [
+        pytest.param(SIGNAL_TIMER, "signal handlers", id="armed_at_import"),
+        pytest.param(SIGNAL_TIMER_IN_FORWARD, "itimer", id="armed_in_forward"),
+    ],
+)
+def test_a_signal_handler_on_a_timer_is_caught(
+    add_task, cpu_verifier, source, said, runtime_guards_only
+):
+    """Interval timers are compared with the mode stacks at every call, signal handlers after
+    the import and each trial."""
+    assert "setitimer" in source and "_pending.append((x, y, out))" in source
+    verdict = cpu_verifier.check(add_task, source)
+    assert not verdict.passed and verdict.guard == "library_patch", verdict.message
+    assert said in verdict.message, verdict.message
+
+
 @pytest.mark.parametrize(
     "source",
     [

@@ -28,7 +28,7 @@ from upskills.verify.candidate_timing import TimingRequests, flatten_any
 from upskills.verify.guards import LaunchCounter, OpLog
 from upskills.verify.interface import mismatch, signature_problem
 from upskills.verify.library_snapshot import LibrarySnapshot, live_threads
-from upskills.verify.modes import check_modes_left, collect_garbage, mode_depths
+from upskills.verify.modes import check_modes_left, collect_garbage, mode_depths, signal_handlers
 from upskills.verify.protocol import (
     REQUEST,
     Ack,
@@ -122,6 +122,7 @@ class _Watch:
         self.sync = torch.cuda.synchronize
         gc.disable()  # cyclic garbage is collected only where no output waits (collect_garbage)
         self.modes = mode_depths()  # before the candidate's import: forward must find these
+        self.signals = signal_handlers()
         if not _REFUSED_HOOKS and refuse_audit_hooks not in _INSTALLED:
             sys.addaudithook(refuse_audit_hooks)  # no later hook is added (none can be removed)
             _INSTALLED.append(refuse_audit_hooks)
@@ -181,6 +182,8 @@ class _Watch:
             changed.append(f"PyTorch's dispatcher ({len(made)} kernel(s) registered: {made[0]})")
         if _REFUSED_HOOKS:
             changed.append(f"sys.addaudithook (refused {len(_REFUSED_HOOKS)} time(s))")
+        if signal_handlers() != self.signals:
+            changed.append("signal handlers (signal.signal)")
         if torch.get_default_dtype() != self.default_dtype:
             changed.append(f"torch default dtype is now {torch.get_default_dtype()}")
         return changed

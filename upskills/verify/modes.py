@@ -28,6 +28,7 @@ output of the candidate waits to be copied.
 from __future__ import annotations
 
 import gc
+import signal
 import sys
 from typing import Any, NamedTuple
 
@@ -45,7 +46,8 @@ class ModeState(NamedTuple):
     excluded: Any
     """Keys this thread skips (``_AutoDispatchBelowAutograd`` left entered adds Autograd's)."""
     hooks: tuple[Any, ...]
-    """The interpreter's hooks: profile and trace functions, ``sys.monitoring`` tools."""
+    """The interpreter's hooks: profile and trace functions, the collector, ``sys.monitoring``
+    tools, interval timers."""
 
     def describe(self, then: ModeState) -> str:
         """What moved from ``then`` to this state, in words."""
@@ -60,7 +62,7 @@ class ModeState(NamedTuple):
         if self.excluded != then.excluded:
             parts.append(f"dispatch keys excluded {then.excluded} -> {self.excluded}")
         if self.hooks != then.hooks:
-            parts.append("interpreter hooks (sys.setprofile, settrace, monitoring, gc) changed")
+            parts.append("interpreter hooks (setprofile, settrace, monitoring, gc, itimer) changed")
         return "; ".join(parts)
 
 
@@ -80,7 +82,7 @@ def mode_depths() -> ModeState:
 
 def interpreter_hooks() -> tuple[Any, ...]:
     """Profile and trace functions, the collector's switch, ``sys.monitoring``'s tools."""
-    hooks: list[Any] = [sys.getprofile(), sys.gettrace(), gc.isenabled()]
+    hooks: list[Any] = [sys.getprofile(), sys.gettrace(), gc.isenabled(), *_interval_timers()]
     monitoring: Any = getattr(sys, "monitoring", None)  # Python 3.12+
     if monitoring is not None:
         for tool in range(6):
@@ -118,6 +120,29 @@ def check_modes_left(
             "run through them",
             guard="library_patch",
         )
+
+
+def _interval_timers() -> tuple[tuple[float, float], ...]:
+    """The process's interval timers (``signal.setitimer``): one armed fires a handler later."""
+    return tuple(signal.getitimer(t) for t in _ITIMERS)
+
+
+_ITIMERS = tuple(
+    getattr(signal, name)
+    for name in ("ITIMER_REAL", "ITIMER_VIRTUAL", "ITIMER_PROF")
+    if hasattr(signal, name)
+)
+
+
+def signal_handlers() -> tuple[Any, ...]:
+    """Every signal's Python handler (~40 µs: after the import and each trial, not each call)."""
+    out: list[Any] = []
+    for signum in sorted(signal.valid_signals()):
+        try:
+            out.append(signal.getsignal(signum))
+        except (OSError, ValueError):
+            out.append(None)
+    return tuple(out)
 
 
 def collect_garbage() -> None:
