@@ -1486,6 +1486,96 @@ def test_a_signal_handler_on_a_timer_is_caught(
     assert said in verdict.message, verdict.message
 
 
+# forward returns a tuple subclass that holds the job, not the outputs: its __iter__ (and
+# __len__) fill the output and compute the second one when the verifier reads the tuple, after
+# forward and out of the op recorder's sight. It uses nothing the static check refuses, and
+# passed every CPU trial of an add-and-subtract task (2026-12-03, nineteenth session's review).
+TUPLE_SUBCLASS = GOOD_ADD.replace(
+    "class ModelNew(nn.Module):\n",
+    """class _Late(tuple):
+    def __iter__(self):
+        x, y, out = tuple.__getitem__(self, 0)
+        torch.add(x, y, out=out)
+        return iter((out, x - y))
+
+    def __len__(self):
+        return 2
+
+
+class ModelNew(nn.Module):
+""",
+).replace(
+    "        add_kernel[(triton.cdiv(n, 1024),)](x, y, out, n, BLOCK=1024)\n        return out\n",
+    "        add_kernel[(1,)](x, y, out, 1, BLOCK=1024)\n        return _Late([(x, y, out)])\n",
+)
+LIST_SUBCLASS = TUPLE_SUBCLASS.replace("class _Late(tuple):", "class _Late(list):").replace(
+    "tuple.__getitem__(self, 0)", "list.__getitem__(self, 0)"
+)
+
+
+@pytest.fixture(scope="module")
+def add_sub_task():
+    from tests.verify.conftest import VECTOR_ADD_REF
+
+    return make_task(
+        "t_add_sub",
+        VECTOR_ADD_REF.replace("return x + y", "return x + y, x - y"),
+        [
+            ShapeVariant(name="main", main=True, cpu=False, globals={"N": 1 << 20}),
+            ShapeVariant(name="small", globals={"N": 2048}),
+            ShapeVariant(name="ragged", ragged=True, globals={"N": 1003}),
+        ],
+    )
+
+
+@pytest.mark.parametrize(
+    "source",
+    [pytest.param(TUPLE_SUBCLASS, id="tuple"), pytest.param(LIST_SUBCLASS, id="list")],
+)
+def test_a_sequence_subclass_that_works_when_read_is_caught(add_sub_task, cpu_verifier, source):
+    """The candidate's process reads a returned list or tuple with the base class's iterator:
+    the subclass's ``__iter__`` never runs, and what it holds is not the outputs."""
+    assert "return _Late([(x, y, out)])" in source
+    assert not static_guards(parse_candidate(source, "kernel.py")[0], "kernel.py")
+    verdict = cpu_verifier.check(add_sub_task, source)
+    assert not verdict.passed, verdict.message
+    assert "forward returned tuple[1], expected tuple[2]" in verdict.message or (
+        "forward returned list[1], expected tuple[2]" in verdict.message
+    ), verdict.message
+
+
+HONEST_ADD_SUB = """
+import torch
+import torch.nn as nn
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def add_sub_kernel(x_ptr, y_ptr, s_ptr, d_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    x = tl.load(x_ptr + offs, mask=mask)
+    y = tl.load(y_ptr + offs, mask=mask)
+    tl.store(s_ptr + offs, x + y, mask=mask)
+    tl.store(d_ptr + offs, x - y, mask=mask)
+
+
+class ModelNew(nn.Module):
+    def forward(self, x, y):
+        s, d = torch.empty_like(x), torch.empty_like(x)
+        n = x.numel()
+        add_sub_kernel[(triton.cdiv(n, 1024),)](x, y, s, d, n, BLOCK=1024)
+        return s, d
+"""
+
+
+def test_a_plain_tuple_of_outputs_passes(add_sub_task, cpu_verifier):
+    """The base-class read changes nothing for an honest tuple."""
+    verdict = cpu_verifier.check(add_sub_task, HONEST_ADD_SUB)
+    assert verdict.passed, verdict.message
+
+
 @pytest.mark.parametrize(
     "source",
     [

@@ -20,16 +20,26 @@ from upskills.verify.worker import StageFailure, classify_exception, describe_ex
 
 
 def flatten_any(value: Any) -> tuple[str, list[Any]]:
-    """``(structure, items)`` of what forward returned (a candidate may return anything)."""
+    """``(structure, items)`` of what forward returned (a candidate may return anything).
+
+    Runs none of the candidate's code: the class is read with ``type`` (``isinstance`` would
+    call a ``__class__`` property), and a list or tuple is read by the base class's iterator, so
+    a subclass's ``__iter__`` or ``__len__`` never runs. One that did its work there, after
+    ``forward`` and out of the op recorder's sight, passed every CPU trial with the static check
+    on (``TUPLE_SUBCLASS`` in ``tests/verify/test_adversarial.py``, 2026-12-03).
+    """
     import torch
 
-    if isinstance(value, torch.Tensor):
+    cls = type(cast(object, value))
+    if issubclass(cls, torch.Tensor):
         return "tensor", [value]
-    if isinstance(value, list | tuple):
-        seq = cast("list[Any] | tuple[Any, ...]", value)
-        kind = "tuple" if isinstance(seq, tuple) else "list"
-        return f"{kind}[{len(seq)}]", list(seq)
-    return type(value).__name__, [value]
+    if issubclass(cls, tuple):
+        items: list[Any] = [*tuple[Any, ...].__iter__(value)]
+        return f"tuple[{len(items)}]", items
+    if issubclass(cls, list):
+        items = [*list[Any].__iter__(value)]
+        return f"list[{len(items)}]", items
+    return cls.__name__, [value]
 
 
 class TimingRequests:
