@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.verify.conftest import GOOD_ADD, GOOD_ROW_SUM, make_task
+from tests.verify.conftest import GOOD_ADD, GOOD_ROW_SUM, VECTOR_ADD_REF, make_task
 from upskills.tasks.model import ShapeVariant
 from upskills.verify import CheckOptions, ErrorClass, Verifier
 from upskills.verify.static import parse_candidate, static_guards
@@ -1515,8 +1515,6 @@ LIST_SUBCLASS = TUPLE_SUBCLASS.replace("class _Late(tuple):", "class _Late(list)
 
 @pytest.fixture(scope="module")
 def add_sub_task():
-    from tests.verify.conftest import VECTOR_ADD_REF
-
     return make_task(
         "t_add_sub",
         VECTOR_ADD_REF.replace("return x + y", "return x + y, x - y"),
@@ -1574,6 +1572,45 @@ def test_a_plain_tuple_of_outputs_passes(add_sub_task, cpu_verifier):
     """The base-class read changes nothing for an honest tuple."""
     verdict = cpu_verifier.check(add_sub_task, HONEST_ADD_SUB)
     assert verdict.passed, verdict.message
+
+
+# A new attribute ``copy_`` on torch.Tensor (a Python class) shadows ``TensorBase.copy_`` for
+# every tensor in the process: the verifier's copy of forward's output into the judge's buffer
+# runs it, and it fills the output with torch.add first. The library snapshot watched only the
+# names a namespace had, so it passed every CPU trial with the static check out of the way
+# (2026-12-03, nineteenth session's final review).
+SHADOWED_METHOD = GOOD_ADD.replace(
+    "class ModelNew(nn.Module):\n",
+    """_pending = {}
+_base_copy = torch._C.TensorBase.copy_
+
+
+def _copy(self, src, non_blocking=False):
+    job = _pending.pop(id(src), None)
+    if job is not None:
+        torch.add(job[0], job[1], out=src)
+    return _base_copy(self, src, non_blocking)
+
+
+setattr(torch.Tensor, "co" + "py_", _copy)
+
+
+class ModelNew(nn.Module):
+""",
+).replace(
+    "        add_kernel[(triton.cdiv(n, 1024),)](x, y, out, n, BLOCK=1024)\n",
+    "        add_kernel[(1,)](x, y, out, 1, BLOCK=1024)\n        _pending[id(out)] = (x, y)\n",
+)
+
+
+def test_a_method_shadowed_on_a_library_class_is_caught(
+    add_task, cpu_verifier, runtime_guards_only
+):
+    """Guard (d): a new name on a watched class that a base class defines counts as a patch."""
+    assert "add_kernel[(1,)]" in SHADOWED_METHOD and "_pending[id(out)]" in SHADOWED_METHOD
+    verdict = cpu_verifier.check(add_task, SHADOWED_METHOD)
+    assert not verdict.passed and verdict.guard == "library_patch", verdict.message
+    assert "torch.Tensor.copy_ (new, shadows TensorBase.copy_)" in verdict.message
 
 
 @pytest.mark.parametrize(

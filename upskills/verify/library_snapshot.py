@@ -117,10 +117,19 @@ class LibrarySnapshot:
 
     A rebinding changes the identity, an edit in place the code or defaults (:func:`_fingerprint`).
     In the verifier's own modules the constants are watched too (a rebound ``perturb.SPAN``).
+    In a class, a new name that shadows one of a base class counts too: ``torch.Tensor.copy_``
+    set on ``torch.Tensor`` hides ``TensorBase.copy_`` from every copy the verifier makes
+    (``SHADOWED_METHOD`` in ``tests/verify/test_adversarial.py``: it passed every CPU trial with
+    the static check out of the way, 2026-12-03).
     """
 
     def __init__(self) -> None:
         self._spaces = _watched_namespaces()
+        self._keys = {
+            name: set(_attrs(space))
+            for name, space in self._spaces.items()
+            if isinstance(space, type)
+        }
         self._prints = {
             name: {
                 key: _fingerprint(value)
@@ -131,10 +140,15 @@ class LibrarySnapshot:
         }
 
     def changed(self) -> list[str]:
-        """Dotted names whose value was replaced or edited in place (new names are ignored)."""
+        """Dotted names replaced or edited in place, and new names of a class that shadow a base's.
+
+        Other new names are ignored (a module may grow attributes, a class a name of its own).
+        """
         out: list[str] = []
         for name, space in self._spaces.items():
             now = _attrs(space)
+            if name in self._keys:
+                out += _shadowing(name, space, now.keys() - self._keys[name])
             for key, print_ in self._prints[name].items():
                 if key not in now:
                     out.append(f"{name}.{key}")
@@ -142,6 +156,16 @@ class LibrarySnapshot:
                     edited = id(now[key]) == print_[0]
                     out.append(f"{name}.{key}" + (" (edited in place)" if edited else ""))
         return out
+
+
+def _shadowing(name: str, cls: type, new: set[str]) -> list[str]:
+    """Of ``new`` names set on ``cls``, those a base class defines (in sorted order)."""
+    out: list[str] = []
+    for key in sorted(new):
+        base = next((b for b in cls.__mro__[1:] if key in vars(b)), None)
+        if base is not None:
+            out.append(f"{name}.{key} (new, shadows {base.__qualname__}.{key})")
+    return out
 
 
 _LIBRARY_THREADS = ("torch", "triton")
