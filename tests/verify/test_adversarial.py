@@ -1426,8 +1426,8 @@ def test_a_finalizer_run_by_the_collector_after_forward_is_caught(
     verdict = cpu_verifier.check(add_task, source)
     assert not verdict.passed, verdict.message
     assert verdict.guard == guard, verdict.message
-    if guard is None:
-        assert verdict.error_class == ErrorClass.MISMATCH, verdict.message
+    if guard is None:  # the unfilled output reads whatever the allocator handed out
+        assert verdict.error_class in (ErrorClass.MISMATCH, ErrorClass.NAN), verdict.message
 
 
 # A handler for SIGALRM and an interval timer of 20 µs, armed at import: the handler runs
