@@ -11,7 +11,9 @@ process that has imported torch and triton as the candidate's process has:
 - ``mode_depths``: the mode stacks, the thread's dispatch keys, the interpreter's hooks and
   interval timers (twice per call of ``forward``);
 - ``signal_handlers``: every signal's Python handler (after the import and each trial);
-- ``collect_garbage``: a young pass of the cyclic collector (before each trial and timing);
+- ``collect_garbage``: a full pass of the cyclic collector over a frozen heap (before each
+  trial, timing request and bulk run), and a young pass (before each timed call); the heap is
+  frozen first (``quiet_collector``), as in the candidate's process;
 - ``dispatch_table.snapshot`` and ``dispatch_table.changed``: a hash of every op's dispatcher
   entry (once before the import; after the import, the trials and the timing).
 
@@ -50,17 +52,30 @@ def main() -> None:
     import triton
 
     from upskills.verify import dispatch_table
-    from upskills.verify.modes import collect_garbage, mode_depths, signal_handlers
+    from upskills.verify.modes import (
+        collect_garbage,
+        mode_depths,
+        quiet_collector,
+        signal_handlers,
+    )
 
     table = dispatch_table.snapshot()
+    quiet_collector()  # as the candidate's process: torch's objects frozen, the collector off
     slow = max(5, args.repeats // 20)  # the dispatcher's pieces take ~0.1 s each
     rows = {
         "mode_depths (each forward, x2)": _time(mode_depths, args.repeats),
         "signal_handlers (each trial)": _time(signal_handlers, args.repeats),
         "collect_garbage (each trial)": _time(collect_garbage, args.repeats),
+        "collect_garbage young (each timed call)": _time(
+            lambda: collect_garbage(young=True), args.repeats
+        ),
         "dispatch_table.snapshot (once)": _time(dispatch_table.snapshot, slow),
         "dispatch_table.changed (x3 a check)": _time(lambda: dispatch_table.changed(table), slow),
     }
+    import gc
+
+    gc.unfreeze()  # frozen objects outlive the exit, and triton's bindings then report leaks
+    gc.enable()
     width = max(map(len, rows))
     print(f"{'piece':<{width}}  median_us  min_us")
     for name, row in rows.items():

@@ -10,7 +10,10 @@ processes once), then compares the new speedup vs eager with the one the trace r
 into the verifier's compile cache; the timed checks then run one at a time per GPU, so no two
 timings share a GPU. Rows are appended to ``--out`` (JSON lines) as they come; a summary
 line at the end. A session that already has a row without an error in ``--out`` is skipped, so
-a run cut by a call's time limit goes on where it stopped when given its file again.
+a run cut by a call's time limit goes on where it stopped when given its file again. With
+``--recorded EARLIER.jsonl``, each session's speedup and flush are read from an earlier
+re-check's rows instead of the trace: a read-flush re-check is then compared with an earlier
+read-flush re-check (the traces' verdicts were all timed after the write flush).
 
     python benchmarks/corpus_live/recheck.py traces/corpus-live --finals --out recheck.jsonl
 """
@@ -156,6 +159,17 @@ def batch_lines(cmd: list[str], env: dict[str, str]) -> Iterator[str]:
         yield from proc.stdout
 
 
+def earlier_records(path: Path) -> dict[str, tuple[float, str]]:
+    """Session -> (speedup, flush) of an earlier re-check's passing rows (``--recorded``)."""
+    out: dict[str, tuple[float, str]] = {}
+    for number, row in enumerate(_rows(path), 1):
+        if not isinstance(row, dict) or "session" not in row:
+            raise ValueError(f"{path}:{number}: not a re-check row")
+        if row.get("passed") and row.get("speedup"):
+            out[row["session"]] = (float(row["speedup"]), str(row.get("flush", "write")))
+    return out
+
+
 def recheck_batch(
     folders: list[Path],
     gpu: str,
@@ -164,6 +178,7 @@ def recheck_batch(
     fresh: frozenset[str] = frozenset(),
     device: str = "cuda",
     flush: str = "write",
+    records: tuple[str, dict[str, tuple[float, str]]] | None = None,
 ) -> Iterator[dict[str, Any]]:
     """Re-check these sessions' final kernels on ``gpu``, one ``upskills check --batch`` process.
 
@@ -171,7 +186,9 @@ def recheck_batch(
     kernel); each check still runs in fresh forked children. ``fresh``: task names (or
     ``all``) whose baselines are timed again beside the kernel (``--fresh-baselines``).
     ``flush``: the L2 flush before each timed call (``upskills check --flush``), kept in the
-    rows. Rows come as the verdicts do.
+    rows. ``records``: (file name, :func:`earlier_records`) whose speedups and flushes replace
+    the traces' as what each row is compared with; a session not in them is compared with its
+    trace. Rows come as the verdicts do.
     """
     with tempfile.TemporaryDirectory() as tmp:
         rows: dict[str, dict[str, Any]] = {}
@@ -181,6 +198,9 @@ def recheck_batch(
             if source is None:
                 yield row
                 continue
+            if records is not None and folder.name in records[1]:
+                row["recorded_speedup"], row["recorded_flush"] = records[1][folder.name]
+                row["recorded_from"] = records[0]
             kernel = Path(tmp) / f"{folder.name}_final.py"
             kernel.write_text(source, encoding="utf-8")
             again = timing and ("all" in fresh or row["task"] in fresh)
@@ -247,8 +267,20 @@ def main() -> int:
         default="write",
         help="how L2 is flushed before each timed call (upskills check --flush)",
     )
+    ap.add_argument(
+        "--recorded",
+        type=Path,
+        default=None,
+        help="an earlier re-check file: compare with its speedups, not the traces'",
+    )
     args = ap.parse_args()
     fresh = frozenset(args.fresh_baselines.split(",")) - {""}
+    records = None
+    if args.recorded is not None:
+        try:
+            records = (args.recorded.name, earlier_records(args.recorded))
+        except (OSError, ValueError) as err:
+            ap.error(f"--recorded: {err}")
     if args.gpus:
         gpus = args.gpus.split(",")
     else:
@@ -285,7 +317,12 @@ def main() -> int:
 
     def one_gpu(i: int) -> None:  # timed: one batch per GPU, so no two timings share a GPU
         for row in recheck_batch(
-            folders[i :: len(gpus)], gpus[i], args.timeout, fresh=fresh, flush=args.flush
+            folders[i :: len(gpus)],
+            gpus[i],
+            args.timeout,
+            fresh=fresh,
+            flush=args.flush,
+            records=records,
         ):
             with lock:
                 rows.append(row)
@@ -295,8 +332,11 @@ def main() -> int:
 
     with ThreadPoolExecutor(len(gpus)) as pool:
         list(pool.map(one_gpu, range(len(gpus))))
-    ok = sum(1 for r in rows if r.get("within_5pct"))
-    print(f"{ok}/{len(rows)} final kernels re-checked within 5% of the recorded speedup")
+    compared = [r for r in rows if "within_5pct" in r]
+    ok = sum(1 for r in compared if r["within_5pct"])
+    print(f"{ok}/{len(compared)} final kernels re-checked within 5% of the recorded speedup")
+    if len(compared) < len(rows):  # a failed check, or another flush than the record's
+        print(f"{len(rows) - len(compared)} not compared (no time, or another flush)")
     return 0
 
 

@@ -107,6 +107,39 @@ def test_a_recheck_after_a_read_flush_says_so_and_claims_no_reproduction(tmp_pat
     assert row["ratio"] == round(1.71 / 1.7, 4) and row["within_5pct"] is True
 
 
+def test_a_recheck_is_compared_with_an_earlier_recheck_when_given_one(tmp_path, monkeypatch):
+    """``--recorded``: the earlier re-check's speedup and flush are what a row is compared with."""
+    mod = load_script("recheck")
+    folder = _session(tmp_path / "row_sum-s2")
+    earlier = tmp_path / "run25_read.jsonl"
+    earlier.write_text(
+        json.dumps({"session": "row_sum-s2", "passed": True, "speedup": 1.8, "flush": "read"})
+        + "\n"
+        + json.dumps({"session": "other", "passed": False, "speedup": 9.0})
+        + "\n"
+    )
+    records = mod.earlier_records(earlier)
+    assert records == {"row_sum-s2": (1.8, "read")}  # a failed row is no record
+
+    def fake_batch(cmd, env):  # noqa: ANN001, ANN202 - stands in for the GPU process
+        verdict = {
+            "passed": True,
+            "speedup_eager": 1.71,
+            "timing": {"median_ms": 0.1, "flush": "read"},
+            "candidate_hash": "h2",
+        }
+        yield json.dumps({"key": "row_sum-s2", "verdict": verdict}) + "\n"
+
+    monkeypatch.setattr(mod, "batch_lines", fake_batch)
+    (row,) = mod.recheck_batch([folder], "0", 60.0, flush="read", records=(earlier.name, records))
+    assert (row["recorded_speedup"], row["recorded_flush"]) == (1.8, "read")
+    assert row["recorded_from"] == "run25_read.jsonl"
+    assert row["ratio"] == round(1.71 / 1.8, 4) and row["within_5pct"] is False
+    earlier.write_text("[1, 2]\n")
+    with pytest.raises(ValueError, match="not a re-check row"):
+        mod.earlier_records(earlier)
+
+
 def test_a_batch_that_stops_early_leaves_an_error_row_per_unjudged_kernel(tmp_path, monkeypatch):
     mod = load_script("recheck")
     a, b = _session(tmp_path / "row_sum-s2"), _session(tmp_path / "row_sum-s4")

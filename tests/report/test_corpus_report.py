@@ -643,3 +643,31 @@ def test_a_recheck_after_another_flush_is_not_compared_with_the_recorded_speedup
     row = TaskRow(task="gemm_fp16", task_hash=t.hash, final_kernel="b")
     use_recheck(row, read.model_copy(update={"flush": "write"}), None, [recorded])
     assert row.recheck_ratio == pytest.approx(1.07)  # the same method: compared
+
+
+def test_a_recheck_compared_with_an_earlier_recheck_keeps_its_ratio():
+    """A read-flush re-check compared (``recheck.py --recorded``) with an earlier read-flush
+    re-check is a reproduction of like with like: its ratio counts, though the trace's verdict
+    was timed after the write flush. Compared against a write-flush record, it does not."""
+    from upskills.report.corpus import TaskRow
+    from upskills.report.corpus_recheck import Recheck, use_recheck
+
+    t = load_task("gemm_fp16")
+    recorded = _verdict(t, "b", ms=0.1846, eager_ms=0.19, compile_ms=0.19)
+    again = Recheck(
+        candidate_hash="b",
+        passed=True,
+        median_ms=0.16,
+        speedup=1.1,
+        ratio=1.02,
+        flush="read",
+        recorded_from="recheck_run25_read.jsonl",
+        recorded_flush="read",
+    )
+    row = TaskRow(task="gemm_fp16", task_hash=t.hash, final_kernel="b")
+    use_recheck(row, again, None, [recorded])
+    assert row.recheck_ratio == pytest.approx(1.02)
+    assert any("recheck_run25_read.jsonl (read flush)" in n for n in row.notes)
+    row = TaskRow(task="gemm_fp16", task_hash=t.hash, final_kernel="b")
+    use_recheck(row, again.model_copy(update={"recorded_flush": "write"}), None, [recorded])
+    assert row.recheck_ratio is None and any("not compared" in n for n in row.notes)

@@ -1360,16 +1360,41 @@ PROFILE_HOOK_SET_IN_FORWARD = PROFILE_HOOK.replace(
     '        functools.reduce(getattr, ["set" + "profile"], _sys)(_hook)\n',
 )
 
+# The same hook as an object whose __eq__ says yes to everything: while the hooks were compared
+# with ==, `None == hook` asked the hook, and it passed every CPU trial with the static check out
+# of the way (2026-12-04). They are compared by identity now.
+PROFILE_HOOK_EQUAL_TO_ALL = PROFILE_HOOK.replace(
+    "def _hook(frame, event, arg):\n",
+    "class _Hook:\n"
+    "    __hash__ = object.__hash__\n\n"
+    "    def __eq__(self, other):\n"
+    "        return True\n\n"
+    "    def __call__(self, frame, event, arg):\n",
+).replace("(_hook)", "(_Hook())")
+for _old, _new in (
+    ("    if _pending and event", "        if _pending and event"),
+    ("        while _pending:\n", "            while _pending:\n"),
+    (
+        "            x, y, out = _pending.pop()\n            torch.add(x, y, out=out)\n",
+        "                x, y, out = _pending.pop()\n                torch.add(x, y, out=out)\n",
+    ),
+):
+    assert _old in PROFILE_HOOK_EQUAL_TO_ALL
+    PROFILE_HOOK_EQUAL_TO_ALL = PROFILE_HOOK_EQUAL_TO_ALL.replace(_old, _new, 1)
+
 
 @pytest.mark.parametrize(
     ("source", "said"),
     [
         pytest.param(PROFILE_HOOK, "were active before ModelNew.forward", id="set_at_import"),
         pytest.param(PROFILE_HOOK_SET_IN_FORWARD, "left torch modes active", id="set_in_forward"),
+        pytest.param(
+            PROFILE_HOOK_EQUAL_TO_ALL, "were active before ModelNew.forward", id="equal_to_all"
+        ),
     ],
 )
 def test_a_profile_hook_is_caught(add_task, cpu_verifier, source, said, runtime_guards_only):
-    """Guard (d) compares the interpreter's hooks beside the mode stacks."""
+    """Guard (d) compares the interpreter's hooks beside the mode stacks, by identity."""
     assert source.count("setprofile") == 0 and source.count('"set" + "profile"') == 1
     verdict = cpu_verifier.check(add_task, source)
     assert not verdict.passed and verdict.guard == "library_patch", verdict.message

@@ -67,6 +67,8 @@ HEADER = "import torch\nimport torch.nn as nn\nimport torch.nn.functional as F\n
             "import sys\nsys.monitoring.register_callback(1, 1, print)\n",
             "(e) monitoring callbacks",
         ),
+        ("import sys\nsys.meta_path.insert(0, object())\n", "(e) import hooks"),
+        ("from sys import path_hooks\n", "(e) import hooks"),
         ("def f(fr):\n    return fr.f_back.f_locals\n", "(e) walking stack frames"),
         (
             "import operator\nf = operator.attrgetter('__traceback__.tb_frame')\n",

@@ -46,6 +46,11 @@ class Recheck(BaseModel):
     flush: str = "write"
     """How L2 was flushed before its timed calls (``upskills check --flush``); rows from before
     the choice were all timed after the write flush."""
+    recorded_from: str | None = None
+    """The earlier re-check file ``ratio`` was computed against (``recheck.py --recorded``),
+    instead of the trace's benchmark verdict; None: the trace's."""
+    recorded_flush: str | None = None
+    """The flush of what ``ratio`` was computed against."""
 
 
 def load_rechecks(file: str | Path) -> dict[str, Recheck]:
@@ -99,6 +104,12 @@ def use_recheck(
     row.times_from, row.median_ms = "recheck", recheck.median_ms
     row.recheck_ratio = recheck.ratio
     recorded_flush = recorded.flush if recorded is not None else "write"
+    if recheck.recorded_from and recheck.ratio is not None:  # against an earlier re-check
+        recorded_flush = recheck.recorded_flush or "write"
+        row.notes.append(
+            f"re-check compared with the earlier re-check in {recheck.recorded_from} "
+            f"({recorded_flush} flush), not with the trace's verdict"
+        )
     if recheck.flush != recorded_flush:  # another method, not a reproduction: not compared
         row.recheck_ratio, benchmarked = None, None
         row.notes.append(

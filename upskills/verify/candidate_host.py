@@ -12,7 +12,6 @@ guards, which run in the judge's parent before this process exists, forbid the m
 
 from __future__ import annotations
 
-import gc
 import inspect
 import os
 import socket
@@ -28,7 +27,13 @@ from upskills.verify.candidate_timing import TimingRequests, flatten_any
 from upskills.verify.guards import LaunchCounter, OpLog
 from upskills.verify.interface import mismatch, signature_problem
 from upskills.verify.library_snapshot import LibrarySnapshot, live_threads
-from upskills.verify.modes import check_modes_left, collect_garbage, mode_depths, signal_handlers
+from upskills.verify.modes import (
+    check_modes_left,
+    collect_garbage,
+    mode_depths,
+    quiet_collector,
+    signal_handlers,
+)
 from upskills.verify.protocol import (
     REQUEST,
     Ack,
@@ -120,7 +125,7 @@ class _Watch:
         self.threads = live_threads()
         self.default_dtype = torch.get_default_dtype()
         self.sync = torch.cuda.synchronize
-        gc.disable()  # cyclic garbage is collected only where no output waits (collect_garbage)
+        quiet_collector()  # cyclic garbage is collected only where no output waits
         self.modes = mode_depths()  # before the candidate's import: forward must find these
         self.signals = signal_handlers()
         if not _REFUSED_HOOKS and refuse_audit_hooks not in _INSTALLED:

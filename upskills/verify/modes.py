@@ -20,9 +20,15 @@ And the collector. A ``__del__`` of cyclic garbage made in ``forward`` runs at t
 next pass, which the candidate can steer (``gc.set_threshold(1)``, and a finalizer that makes
 a fresh cycle while the op recorder is still there): one filled forward's output between the
 call and the copy, and passed every CPU trial (``GC_FINALIZER``). The candidate's process runs
-with the collector off (``gc.disable()`` before the import, compared with the hooks) and
-collects at :func:`collect_garbage`, before a trial's call and a timing request, where no
-output of the candidate waits to be copied.
+with the collector off (:func:`quiet_collector` before the import, compared with the hooks)
+and collects at :func:`collect_garbage`, before a trial's call, each timed call and a timing
+request, where no output of the candidate waits to be copied.
+
+Every hook and handler is compared by identity (``id``), never with ``==``: ``None == hook``
+asks the hook's own ``__eq__``, and a profile hook whose class answered ``True`` passed every
+CPU trial with the static check out of the way (``PROFILE_HOOK_EQUAL_TO_ALL``, 2026-12-04).
+The import system's hooks count too: a finder put on ``sys.meta_path`` runs at the next import
+of a module not yet loaded, the verifier's own among them.
 """
 
 from __future__ import annotations
@@ -46,8 +52,8 @@ class ModeState(NamedTuple):
     excluded: Any
     """Keys this thread skips (``_AutoDispatchBelowAutograd`` left entered adds Autograd's)."""
     hooks: tuple[Any, ...]
-    """The interpreter's hooks: profile and trace functions, the collector, ``sys.monitoring``
-    tools, interval timers."""
+    """The interpreter's hooks by identity: profile and trace functions, the collector,
+    ``sys.monitoring`` tools, interval timers, the import system's finders and path hooks."""
 
     def describe(self, then: ModeState) -> str:
         """What moved from ``then`` to this state, in words."""
@@ -62,7 +68,9 @@ class ModeState(NamedTuple):
         if self.excluded != then.excluded:
             parts.append(f"dispatch keys excluded {then.excluded} -> {self.excluded}")
         if self.hooks != then.hooks:
-            parts.append("interpreter hooks (setprofile, settrace, monitoring, gc, itimer) changed")
+            parts.append(
+                "interpreter hooks (setprofile, settrace, monitoring, gc, itimer, import) changed"
+            )
         return "; ".join(parts)
 
 
@@ -81,13 +89,20 @@ def mode_depths() -> ModeState:
 
 
 def interpreter_hooks() -> tuple[Any, ...]:
-    """Profile and trace functions, the collector's switch, ``sys.monitoring``'s tools."""
-    hooks: list[Any] = [sys.getprofile(), sys.gettrace(), gc.isenabled(), *_interval_timers()]
+    """Profile and trace functions, the collector, ``sys.monitoring``'s tools, import hooks.
+
+    Python objects enter as ``id``s (the module docstring says why); the switch, the timers and
+    the event masks are the interpreter's own bools, floats and ints.
+    """
+    hooks: list[Any] = [id(sys.getprofile()), id(sys.gettrace()), gc.isenabled()]
+    hooks += _interval_timers()
+    hooks.append(tuple(map(id, sys.meta_path)))
+    hooks.append(tuple(map(id, sys.path_hooks)))
     monitoring: Any = getattr(sys, "monitoring", None)  # Python 3.12+
     if monitoring is not None:
         for tool in range(6):
             name = monitoring.get_tool(tool)
-            hooks.append((name, monitoring.get_events(tool) if name is not None else 0))
+            hooks.append((id(name), monitoring.get_events(tool) if name is not None else 0))
     return tuple(hooks)
 
 
@@ -134,22 +149,41 @@ _ITIMERS = tuple(
 )
 
 
-def signal_handlers() -> tuple[Any, ...]:
-    """Every signal's Python handler (~40 µs: after the import and each trial, not each call)."""
-    out: list[Any] = []
+def signal_handlers() -> tuple[int, ...]:
+    """Every signal's Python handler, by ``id`` (after the import and each trial, not each call).
+
+    ``SIG_DFL`` and ``SIG_IGN`` are enum members and the default handlers module functions, so
+    an unchanged handler keeps its ``id``; a handler object whose ``__eq__`` says yes to all
+    does not fool an identity.
+    """
+    out: list[int] = []
     for signum in sorted(signal.valid_signals()):
         try:
-            out.append(signal.getsignal(signum))
+            out.append(id(signal.getsignal(signum)))
         except (OSError, ValueError):
-            out.append(None)
+            out.append(0)
     return tuple(out)
 
 
-def collect_garbage() -> None:
-    """Collect the young generations, where no output of the candidate waits to be copied.
+def quiet_collector() -> None:
+    """Switch the collector off, after a full pass, with what survives it frozen.
 
-    Cycles made since the last pass are freed here (their finalizers run now, harmlessly); a
-    cycle tied to an older object waits for the exit. A full pass over torch's objects takes
-    ~0.15 s, a young one microseconds.
+    Frozen objects (torch's, triton's, the verifier's: ~177k after ``import torch``) are never
+    scanned again, so the full passes of :func:`collect_garbage` cost microseconds, not the
+    ~0.1 s a pass over torch's objects takes.
     """
-    gc.collect(1)
+    gc.collect()
+    gc.freeze()
+    gc.disable()
+
+
+def collect_garbage(young: bool = False) -> None:
+    """Collect cyclic garbage, where no output of the candidate waits to be copied.
+
+    Finalizers run here, harmlessly. ``young`` collects only the generations made since the last
+    pass (before each timed call; a cycle a call makes is garbage by the next one). A full pass
+    (before each trial, timing request and bulk run) frees what was promoted meanwhile: with only
+    young passes, a cycle that outlived two of them stayed until the exit, and one made in each
+    timed call of a 128M-element add filled the H200's 140 GB (twentieth device session).
+    """
+    gc.collect(1 if young else 2)

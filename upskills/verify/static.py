@@ -101,6 +101,9 @@ TIMING_ATTRIBUTES = {
     "sys.setprofile": "(e) profiling hooks reach into other code",
     "sys.monitoring": "(e) monitoring callbacks reach into other code",
     "sys.addaudithook": "(e) audit hooks run code inside the verifier's own steps",
+    "sys.meta_path": "(e) import hooks run code inside the verifier's own imports",
+    "sys.path_hooks": "(e) import hooks run code inside the verifier's own imports",
+    "sys.path_importer_cache": "(e) import hooks run code inside the verifier's own imports",
 }
 """Dotted attribute (after alias resolution) -> why using it is rejected."""
 
