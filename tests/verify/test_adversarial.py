@@ -1638,6 +1638,78 @@ def test_a_method_shadowed_on_a_library_class_is_caught(
     assert "torch.Tensor.copy_ (new, shadows TensorBase.copy_)" in verdict.message
 
 
+# forward launches one block of the add and changes its input's class to a tensor subclass
+# whose __torch_function__ fills the output with torch.add (then puts the class back). The
+# output is a plain tensor, but the verifier read the inputs' storages after forward and before
+# copying the output: that read ran the subclass's hook, out of the op recorder's sight. It
+# passed every CPU trial with the static check out of the way (it refuses ``__class__``;
+# 2026-12-04, twentieth session's review).
+INPUT_CLASS_SWAP = GOOD_ADD.replace(
+    "class ModelNew(nn.Module):\n",
+    """_pending = []
+
+
+class _Late(torch.Tensor):
+    @classmethod
+    def __torch_function__(cls, func, types, args=(), kwargs=None):
+        for a in args:
+            if type(a) is _Late:
+                a.__class__ = torch.Tensor
+        while _pending:
+            x, y, out = _pending.pop()
+            torch.add(x, y, out=out)
+        return func(*args, **(kwargs or {}))
+
+
+class ModelNew(nn.Module):
+""",
+    1,
+).replace(
+    "        add_kernel[(triton.cdiv(n, 1024),)](x, y, out, n, BLOCK=1024)\n",
+    "        add_kernel[(1,)](x, y, out, 1, BLOCK=1024)\n"
+    "        _pending.append((x, y, out))\n"
+    "        x.__class__ = _Late\n",
+)
+
+
+def test_an_input_whose_class_forward_changed_is_caught(
+    add_task, cpu_verifier, runtime_guards_only
+):
+    """Guard (b): every input must still be a plain tensor when forward returns, checked before
+    the verifier touches any of them."""
+    assert "x.__class__ = _Late" in INPUT_CLASS_SWAP and "add_kernel[(1,)]" in INPUT_CLASS_SWAP
+    verdict = cpu_verifier.check(add_task, INPUT_CLASS_SWAP)
+    assert not verdict.passed and verdict.guard == "input_type", verdict.message
+    assert "_Late" in verdict.message, verdict.message
+
+
+def test_changed_input_finds_a_class_swap_at_any_depth_without_running_its_code():
+    import torch
+
+    from upskills.verify.candidate_timing import changed_input
+
+    class Sub(torch.Tensor):
+        pass
+
+    class Loud(list):
+        def __iter__(self):
+            raise AssertionError("the candidate's __iter__ ran")
+
+    x = torch.zeros(2)
+    assert changed_input([x, 1, 2.0, None, "s", True, [x, (x, 3)]]) is None
+    swapped = torch.zeros(2)
+    swapped.__class__ = Sub
+    assert changed_input([x, [x, (swapped,)]]).endswith("Sub")
+    assert changed_input([x, [Loud([x])]]).endswith("Loud")
+
+
+def test_the_static_check_refuses_a_class_swap():
+    tree, problem = parse_candidate(INPUT_CLASS_SWAP, "kernel.py")
+    assert tree is not None and problem is None
+    messages = " ".join(issue.message for issue in static_guards(tree, "kernel.py"))
+    assert "changing a tensor's class" in messages, messages
+
+
 @pytest.mark.parametrize(
     "source",
     [

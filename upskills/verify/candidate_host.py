@@ -23,7 +23,7 @@ from typing import Any, cast
 
 from upskills.verify import dispatch_table, transport
 from upskills.verify.build_locks import clear_stale_locks
-from upskills.verify.candidate_timing import TimingRequests, flatten_any
+from upskills.verify.candidate_timing import TimingRequests, check_plain_inputs, flatten_any
 from upskills.verify.guards import LaunchCounter, OpLog
 from upskills.verify.interface import mismatch, signature_problem
 from upskills.verify.library_snapshot import LibrarySnapshot, live_threads
@@ -363,6 +363,7 @@ class CandidateHost(TimingRequests):
         self.watch.scalars = 0
         self.watch.threads_started = 0
         out = self._call(inputs, log)
+        check_plain_inputs(inputs, VerdictStage.CORRECTNESS, self.display)  # before any read
         done = TrialDone(
             launches=self.watch.counter.state.launches - before,
             ops=_summarize_ops(log),

@@ -42,6 +42,49 @@ def flatten_any(value: Any) -> tuple[str, list[Any]]:
     return cls.__name__, [value]
 
 
+_PLAIN_LEAVES = (int, float, bool, str, type(None))
+
+
+def changed_input(values: list[Any]) -> str | None:
+    """The class an input was left as, when not a plain tensor, number, list or tuple of them.
+
+    ``forward`` holds its inputs (and the lists in them) and may change a tensor's class
+    (``x.__class__ = Sub``): the verifier's next read of it (its storage, a copy into it) would
+    then run ``Sub.__torch_function__``, after ``forward`` and out of the op recorder's and the
+    events' sight. One that filled the output so passed every CPU trial with the static check
+    out of the way (``INPUT_CLASS_SWAP`` in ``tests/verify/test_adversarial.py``, 2026-12-04).
+    Read with ``type`` and the base classes' iterators: none of the candidate's code runs here.
+    """
+    import torch
+
+    for value in list[Any].__iter__(values):
+        cls = type(cast(object, value))
+        if cls is list:
+            inner = changed_input([*list[Any].__iter__(value)])
+            if inner is not None:
+                return inner
+        elif cls is tuple:
+            inner = changed_input([*tuple[Any, ...].__iter__(value)])
+            if inner is not None:
+                return inner
+        elif cls is not torch.Tensor and cls not in _PLAIN_LEAVES:
+            return f"{cls.__module__}.{cls.__qualname__}"
+    return None
+
+
+def check_plain_inputs(values: list[Any], stage: VerdictStage, display: str) -> None:
+    """Raise guard (b) ``input_type`` if :func:`changed_input` finds a changed input."""
+    changed = changed_input(values)
+    if changed is not None:
+        raise StageFailure(
+            ErrorClass.GUARD,
+            stage,
+            f"{display}: guard (b) ModelNew.forward left an input as a {changed}, not a plain "
+            "torch.Tensor: the verifier's reads of its inputs would run that class's code",
+            guard="input_type",
+        )
+
+
 class TimingRequests:
     """``time`` and ``bulk`` requests (a mixin of ``CandidateHost``)."""
 
@@ -77,6 +120,7 @@ class TimingRequests:
 
         def load(call: int) -> int:
             collect_garbage(young=True)  # the last call's output is copied and fingerprinted
+            check_plain_inputs(work, VerdictStage.TIMING, self.display)  # before they are read
             pick = order[call % len(order)]
             copy_into(work, sets[pick])
             if req.perturb:
@@ -181,6 +225,7 @@ class TimingRequests:
         with torch.no_grad():
             torch.cuda.synchronize()
             for i in range(req.calls):
+                check_plain_inputs(work, VerdictStage.TIMING, self.display)
                 copy_into(work, inputs)
                 perturb_inputs(work, req.perturb[i % len(req.perturb)])
                 if req.calibrate:

@@ -26,6 +26,7 @@ GUARD_LETTERS = {
     "clock": "(d) ",
     "output_type": "(b) ",
     "output_alias": "(b) ",
+    "input_type": "(b) ",
 }
 """The guard families of the docs: (a) own kernel, (b) not PyTorch's work, (c) no caching,
 (d) no timing or library tricks, (e) no reaching the judge."""
