@@ -81,12 +81,10 @@ def test_recheck_runs_upskills_check_batch_and_compares_speedups(tmp_path, monke
     assert entries[0]["fresh_baselines"] is False and "fresh_baselines" not in untimed[0]
 
 
-def test_a_recheck_after_a_read_flush_says_so_and_claims_no_reproduction(tmp_path, monkeypatch):
-    mod = load_script("recheck")
-    folder = _session(tmp_path / "row_sum-s2")
-    cmds: list[list[str]] = []
+def _read_flush_batch(cmds: list[list[str]]):  # noqa: ANN202 - a batch_lines stand-in
+    """Stands in for the GPU process: row_sum-s2 passes at 1.71x after a read flush."""
 
-    def fake_batch(cmd, env):  # noqa: ANN001, ANN202 - stands in for the GPU process
+    def fake_batch(cmd, env):  # noqa: ANN001, ANN202
         cmds.append(cmd)
         verdict = {
             "passed": True,
@@ -96,7 +94,14 @@ def test_a_recheck_after_a_read_flush_says_so_and_claims_no_reproduction(tmp_pat
         }
         yield json.dumps({"key": "row_sum-s2", "verdict": verdict}) + "\n"
 
-    monkeypatch.setattr(mod, "batch_lines", fake_batch)
+    return fake_batch
+
+
+def test_a_recheck_after_a_read_flush_says_so_and_claims_no_reproduction(tmp_path, monkeypatch):
+    mod = load_script("recheck")
+    folder = _session(tmp_path / "row_sum-s2")
+    cmds: list[list[str]] = []
+    monkeypatch.setattr(mod, "batch_lines", _read_flush_batch(cmds))
     (row,) = mod.recheck_batch([folder], "0", 60.0, flush="read")
     assert cmds[0][cmds[0].index("--flush") + 1] == "read"
     assert row["flush"] == "read" and row["recorded_speedup"] == 1.7
@@ -120,17 +125,7 @@ def test_a_recheck_is_compared_with_an_earlier_recheck_when_given_one(tmp_path, 
     )
     records = mod.earlier_records(earlier)
     assert records == {"row_sum-s2": (1.8, "read")}  # a failed row is no record
-
-    def fake_batch(cmd, env):  # noqa: ANN001, ANN202 - stands in for the GPU process
-        verdict = {
-            "passed": True,
-            "speedup_eager": 1.71,
-            "timing": {"median_ms": 0.1, "flush": "read"},
-            "candidate_hash": "h2",
-        }
-        yield json.dumps({"key": "row_sum-s2", "verdict": verdict}) + "\n"
-
-    monkeypatch.setattr(mod, "batch_lines", fake_batch)
+    monkeypatch.setattr(mod, "batch_lines", _read_flush_batch([]))
     (row,) = mod.recheck_batch([folder], "0", 60.0, flush="read", records=(earlier.name, records))
     assert (row["recorded_speedup"], row["recorded_flush"]) == (1.8, "read")
     assert row["recorded_from"] == "run25_read.jsonl"
