@@ -1683,6 +1683,43 @@ def test_an_input_whose_class_forward_changed_is_caught(
     assert "_Late" in verdict.message, verdict.message
 
 
+# forward launches one block of the add and sets an attribute on a tensor that shadows a method
+# of torch.Tensor: the verifier's next `t.untyped_storage()` (an output's, for the aliasing
+# check; an input's, for their ranges) ran it, and it filled the output with torch.add first.
+# Nothing in it is refused statically: both passed every CPU trial WITH the static check on
+# (2026-12-04, twentieth session's final review).
+def _shadowed_on(tensor: str) -> str:
+    return GOOD_ADD.replace(
+        "        add_kernel[(triton.cdiv(n, 1024),)](x, y, out, n, BLOCK=1024)\n",
+        "        add_kernel[(1,)](x, y, out, 1, BLOCK=1024)\n"
+        f"        real = {tensor}.untyped_storage\n\n"
+        "        def late():\n"
+        "            torch.add(x, y, out=out)\n"
+        "            return real()\n\n"
+        f"        {tensor}.untyped_storage = late\n",
+    )
+
+
+SHADOWED_ON_THE_TENSOR = _shadowed_on("out")
+SHADOWED_ON_AN_INPUT = _shadowed_on("x")
+
+
+@pytest.mark.parametrize(
+    ("source", "guard"),
+    [
+        pytest.param(SHADOWED_ON_THE_TENSOR, "output_type", id="output"),
+        pytest.param(SHADOWED_ON_AN_INPUT, "input_type", id="input"),
+    ],
+)
+def test_a_method_shadowed_on_a_tensor_is_caught(add_task, cpu_verifier, source, guard):
+    """Guard (b): a tensor the verifier reads after forward must have no attribute of its own
+    (the static check is on: it does not see this)."""
+    assert ".untyped_storage = late" in source and "add_kernel[(1,)]" in source
+    verdict = cpu_verifier.check(add_task, source)
+    assert not verdict.passed and verdict.guard == guard, verdict.message
+    assert "attribute(s) of its own" in verdict.message, verdict.message
+
+
 def test_changed_input_finds_a_class_swap_at_any_depth_without_running_its_code():
     import torch
 

@@ -23,7 +23,13 @@ from typing import Any, cast
 
 from upskills.verify import dispatch_table, transport
 from upskills.verify.build_locks import clear_stale_locks
-from upskills.verify.candidate_timing import TimingRequests, check_plain_inputs, flatten_any
+from upskills.verify.candidate_timing import (
+    TimingRequests,
+    check_plain_inputs,
+    flatten_any,
+    own_attributes,
+    plain_tensor,
+)
 from upskills.verify.guards import LaunchCounter, OpLog
 from upskills.verify.interface import mismatch, signature_problem
 from upskills.verify.library_snapshot import LibrarySnapshot, live_threads
@@ -251,8 +257,10 @@ def _meta(value: Any, inputs: list[tuple[int, int]]) -> OutputMeta:
 
     cls = type(cast(object, value))
     meta = OutputMeta(
-        type_name=f"{cls.__module__}.{cls.__qualname__}", exact_tensor=cls is torch.Tensor
+        type_name=f"{cls.__module__}.{cls.__qualname__}", exact_tensor=plain_tensor(value)
     )
+    if cls is torch.Tensor and not meta.exact_tensor:  # its own attributes shadow methods
+        meta.type_name = f"torch.Tensor with {own_attributes(value)} attribute(s) of its own"
     if meta.exact_tensor:  # a subclass's methods are not called: the judge refuses it as it is
         storage = value.untyped_storage()
         start = storage.data_ptr()

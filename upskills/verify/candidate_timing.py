@@ -45,6 +45,25 @@ def flatten_any(value: Any) -> tuple[str, list[Any]]:
 _PLAIN_LEAVES = (int, float, bool, str, type(None))
 
 
+def own_attributes(value: Any) -> int:
+    """How many attributes a tensor holds in its own ``__dict__``.
+
+    An instance attribute shadows a method of the class (``out.untyped_storage = fn``), so the
+    verifier's next ``out.untyped_storage()`` would run the candidate's function: one that
+    filled the output so passed every CPU trial **with the static check on**
+    (``SHADOWED_ON_THE_TENSOR`` in ``tests/verify/test_adversarial.py``, 2026-12-04). Read
+    through the type's ``__dict__`` descriptor and ``dict.__len__``: no code of the candidate's.
+    """
+    return dict[str, Any].__len__(value.__dict__)
+
+
+def plain_tensor(value: Any) -> bool:
+    """A ``torch.Tensor`` of exactly that class with no attribute of its own."""
+    import torch
+
+    return type(cast(object, value)) is torch.Tensor and own_attributes(value) == 0
+
+
 def changed_input(values: list[Any]) -> str | None:
     """The class an input was left as, when not a plain tensor, number, list or tuple of them.
 
@@ -67,7 +86,10 @@ def changed_input(values: list[Any]) -> str | None:
             inner = changed_input([*tuple[Any, ...].__iter__(value)])
             if inner is not None:
                 return inner
-        elif cls is not torch.Tensor and cls not in _PLAIN_LEAVES:
+        elif cls is torch.Tensor:
+            if own_attributes(value):
+                return f"torch.Tensor with {own_attributes(value)} attribute(s) of its own"
+        elif cls not in _PLAIN_LEAVES:
             return f"{cls.__module__}.{cls.__qualname__}"
     return None
 
@@ -298,13 +320,11 @@ class TimingRequests:
 
 def _copy_items(out: Any, bufs: list[Any]) -> None:
     """Copy an output's plain tensors into the judge's mapped buffers (same shapes only)."""
-    import torch
-
     _, items = flatten_any(out)
     for item, buf in zip(items, bufs, strict=False):
         # a plain tensor only: a subclass's methods would run the candidate's code here, after
         # the events (trials refuse subclasses; a forward can tell timed calls from them)
-        if type(item) is torch.Tensor and list(item.shape) == list(buf.shape):
+        if plain_tensor(item) and list(item.shape) == list(buf.shape):
             buf.copy_(item)
 
 
@@ -317,7 +337,7 @@ def _fingerprint_of(out: Any, seed: int, call: int) -> Any:
     import torch
 
     items = flatten_any(out)[1]
-    if all(type(t) is torch.Tensor for t in items):
+    if all(plain_tensor(t) for t in items):
         return fingerprints(items, seed, call)
     return torch.full((len(items) * PROJECTIONS,), float("nan"), dtype=torch.float64)
 
