@@ -112,6 +112,21 @@ def by_tasks(folders: list[Path], names: list[str]) -> list[Path]:
     return [by_task[n] for n in names]
 
 
+def missing_task_files(folders: list[Path]) -> list[str]:
+    """The task files (KernelBench problems) these sessions loaded that are not here.
+
+    Checked before anything is built or timed: the twenty-first device session's re-check ran
+    without ``.kb`` carried, and its 15 KernelBench rows each failed on the missing file.
+    """
+    missing = []
+    for folder in folders:
+        task = json.loads((folder / "state.json").read_text(encoding="utf-8"))["task"]
+        origin = task.get("origin", "builtin")
+        if origin != "builtin" and not Path(origin).is_file():
+            missing.append(origin)
+    return missing
+
+
 def base_row(folder: Path, gpu: str) -> tuple[dict[str, Any], str, str | None]:
     """A session's result row so far, the task spec ``upskills check`` takes, its final kernel."""
     state = json.loads((folder / "state.json").read_text(encoding="utf-8"))
@@ -247,7 +262,7 @@ def _rows(path: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in lines if line.strip()]
 
 
-def main() -> int:
+def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("root", type=Path, help="folder of session folders")
     ap.add_argument("--out", type=Path, required=True)
@@ -273,7 +288,7 @@ def main() -> int:
         default=None,
         help="an earlier re-check file: compare with its speedups, not the traces'",
     )
-    args = ap.parse_args()
+    args = ap.parse_args(argv)
     fresh = frozenset(args.fresh_baselines.split(",")) - {""}
     records = None
     if args.recorded is not None:
@@ -295,6 +310,13 @@ def main() -> int:
             folders = by_tasks(folders, args.tasks.split(","))
         except ValueError as err:
             ap.error(str(err))
+    absent = missing_task_files(folders)
+    if absent:
+        ap.error(
+            f"{len(absent)} session(s) load their task from a file that is not here "
+            f"({absent[0]}{', ...' if len(absent) > 1 else ''}): run from the checkout the "
+            "corpus was made in, with the KernelBench checkout beside it (on the device: carry .kb)"
+        )
     done = {r["session"] for r in _rows(args.out) if "error" not in r}
     if done:
         print(f"resuming: {len(done)} sessions already in {args.out}", flush=True)
@@ -335,8 +357,12 @@ def main() -> int:
     compared = [r for r in rows if "within_5pct" in r]
     ok = sum(1 for r in compared if r["within_5pct"])
     print(f"{ok}/{len(compared)} final kernels re-checked within 5% of the recorded speedup")
-    if len(compared) < len(rows):  # a failed check, or another flush than the record's
-        print(f"{len(rows) - len(compared)} not compared (no time, or another flush)")
+    errors = [r for r in rows if "error" in r]
+    if errors:  # no verdict: nothing to compare
+        print(f"{len(errors)} not checked (first: {errors[0]['session']}: {errors[0]['error']})")
+    left = len(rows) - len(compared) - len(errors)
+    if left:  # a failed check, or another flush than the record's
+        print(f"{left} not compared (no time, or another flush)")
     return 0
 
 

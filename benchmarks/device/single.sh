@@ -11,7 +11,8 @@
 #                    earlier call's re-check file, RECHECK_FROM=tmp the one the last call on this
 #                    machine start left in /tmp; FRESH=t1,t2 or all: these tasks' baselines timed
 #                    again beside the kernel, not read from the cache; RECHECK_FLUSH=read: timed
-#                    after a read flush, upskills check --flush) -> $OUT/recheck.jsonl
+#                    after a read flush, upskills check --flush; RECHECK_RECORDED=FILE: compared with
+#                    the speedups of an earlier re-check file, not the traces') -> $OUT/recheck.jsonl
 #   CEILINGS=1       copy and matmul ceilings -> $OUT/ceilings.json
 #   KB_PROBLEMS=N    KernelBench's harness next to upskills' judge (KB_SKIP first skipped)
 #                    -> $OUT/vs_kernelbench.json
@@ -100,7 +101,7 @@ elif [ -n "${RECHECK:-}" ]; then
   fi
   timeout "$(left 60)" python3 benchmarks/corpus_live/recheck.py traces/corpus-live --finals "${sel[@]}" \
     --gpus 0 --warm "$warm" --fresh-baselines "${FRESH:-}" --flush "${RECHECK_FLUSH:-write}" \
-    --out "$OUT/recheck.jsonl" > "$OUT/recheck.log" 2>&1
+    ${RECHECK_RECORDED:+--recorded "$RECHECK_RECORDED"} --out "$OUT/recheck.jsonl" > "$OUT/recheck.log" 2>&1
   echo "recheck exit $?" >> "$OUT/recheck.log"; tail -4 "$OUT/recheck.log"
   [ -f "$OUT/recheck.jsonl" ] && cp "$OUT/recheck.jsonl" /tmp/upskills-recheck.jsonl
 fi

@@ -198,3 +198,33 @@ def test_finals_prefers_the_session_whose_benchmark_timed_the_final_kernel(tmp_p
     assert mod.recorded_speedup(mod.read_trace(untimed / "trace.jsonl")) is None
     assert mod.recorded_speedup(mod.read_trace(timed / "trace.jsonl")) == 1.7
     assert mod.finals([untimed, timed]) == [timed]
+
+
+def test_a_session_whose_task_file_is_not_here_stops_the_recheck_before_anything_runs(
+    tmp_path, monkeypatch, capsys
+):
+    """The twenty-first device session's re-check ran without the KernelBench checkout: each of
+    its 15 KernelBench sessions became an error row after the builds. Now nothing runs."""
+    mod = load_script("recheck")
+    here = _session(tmp_path / "corpus" / "row_sum-s2")
+    kb = _session(tmp_path / "corpus" / "kb1_19_relu")
+    problem = tmp_path / "kb" / "19_ReLU.py"
+    state = {"task": {"name": "19_ReLU", "origin": str(problem)}}
+    (kb / "state.json").write_text(json.dumps(state))
+    assert mod.missing_task_files([here, kb]) == [str(problem)]
+
+    def no_batch(cmd, env):  # noqa: ANN001, ANN202
+        raise AssertionError("a check ran")
+
+    monkeypatch.setattr(mod, "batch_lines", no_batch)
+    out = tmp_path / "recheck.jsonl"
+    argv = [str(tmp_path / "corpus"), "--gpus", "0", "--out", str(out)]
+    with pytest.raises(SystemExit) as stop:
+        mod.main(argv)
+    assert stop.value.code == 2 and not out.exists()
+    assert f"1 session(s) load their task from a file that is not here ({problem})" in (
+        capsys.readouterr().err
+    )
+    problem.parent.mkdir()
+    problem.write_text("# the problem's file")
+    assert mod.missing_task_files([here, kb]) == []

@@ -880,7 +880,9 @@ def test_a_result_cached_on_the_gpu_by_input_values_gains_nothing(add_task):
     """The lookup stays on the GPU (no synchronisation to pay for). Every timed call's inputs
     are perturbed by the judge (upskills/verify/perturb.py), so no key of a few values hits:
     the cheat computes every call, plus its bookkeeping. Unperturbed, it hits on every timed
-    call after the first three and reads two thirds of the bytes (~0.67x the honest time)."""
+    call after the first three and moves two thirds of the bytes: 0.77x the honest time on the
+    H200 (``benchmarks/cache_cheat_probe.py``, twenty-first session: 0.0393 against 0.0513 ms,
+    every timed call a hit), so the bar is 0.85x."""
     big = _big_add(add_task)
     options = CheckOptions(seeds=2, timeout_s=300, baselines=False)
     with Verifier("cuda", options) as verifier:
@@ -892,7 +894,7 @@ def test_a_result_cached_on_the_gpu_by_input_values_gains_nothing(add_task):
     _assert_caught_or_not_faster(cheat, honest)
     # the cheat works where the inputs repeat: what the perturbation is for
     assert unmended.passed and unmended.timing is not None, unmended.message
-    assert unmended.timing.median_ms < 0.8 * honest.timing.median_ms, (
+    assert unmended.timing.median_ms < 0.85 * honest.timing.median_ms, (
         unmended.timing,
         honest.timing,
     )
@@ -986,19 +988,27 @@ def test_a_candidate_that_patches_the_verifier_in_its_process_is_caught(
     assert named in verdict.message
 
 
-def _mended_and_unmended(add_task, source: str, option: str) -> tuple[Verdict, Verdict]:
-    """A cheat checked on a 128M-element add with ``option`` on and off, beside the honest
-    add: the honest add passes, and the cheat passes more than 1.6x faster with it off (the
-    hole the option closes). Returns the cheat's verdicts ``(on, off)`` for the caller's
-    asserts on how it was caught."""
-    big = add_task.model_copy(
+def _huge_add(add_task):
+    """The add task at 128M elements: 1.5 GB a call."""
+    return add_task.model_copy(
         update={"variants": [ShapeVariant(name="main", main=True, globals={"N": 1 << 27})]}
     )
+
+
+def _mended_and_unmended(
+    add_task, source: str, option: str, also_off: tuple[str, ...] = ()
+) -> tuple[Verdict, Verdict]:
+    """A cheat checked on a 128M-element add with ``option`` on and off (with ``also_off``
+    off too), beside the honest add: the honest add passes, and the cheat passes more than
+    1.6x faster with it off (the hole the option closes). Returns the cheat's verdicts
+    ``(on, off)`` for the caller's asserts on how it was caught."""
+    big = _huge_add(add_task)
     options = CheckOptions(seeds=2, timeout_s=300, baselines=False, **{option: True})
+    unset = dict.fromkeys((option, *also_off), False)
     with Verifier("cuda", options) as verifier:
         cheat = verifier.check(big, source)
         honest = verifier.check(big, GOOD_ADD)
-        off = verifier.check(big, source, options.model_copy(update={option: False}))
+        off = verifier.check(big, source, options.model_copy(update=unset))
     print(f"{option} on:", cheat.message, "| honest:", honest.timing, "| off:", off.timing)
     assert honest.passed and honest.timing is not None, honest.message
     assert off.passed and off.timing is not None, off.message
@@ -1013,7 +1023,10 @@ def _mended_and_unmended(add_task, source: str, option: str) -> tuple[Verdict, V
 # finds it. Guard (d) sees no change, the kept calls and the landed call are right, and events
 # and the judge's clock both see the cheap calls. (Its first form launched one element: the
 # host cost of its stack walk then showed on the judge's clock, and the CUDA-graph check,
-# which captures an honest call, caught it; a quarter hides under the clock.)
+# which captures an honest call, caught it; a quarter hides under the clock.) The audited
+# clock check's loop (``CandidateTiming._audited_bulk``) lands no call: there it computes a
+# quarter of every call. (Until the twenty-first session it walked on up the whole stack
+# there, reading every frame's locals, and that host time showed on the judge's clock.)
 PEEK_AT_KEPT_CALLS = _stack_walker(
     "reads which calls the judge keeps, and computes only those",
     """
@@ -1024,6 +1037,9 @@ PEEK_AT_KEPT_CALLS = _stack_walker(
     if "i" in seen and "land_at" in seen:  # the clock check's back-to-back calls
         honest = seen["i"] == seen["land_at"]
         break
+    if "i" in seen and "stand_in" in seen:  # its audited form: no call is landed
+        honest = False
+        break
     """,
     before="honest = True",
 ).replace("        n = x.numel()\n", "        n = x.numel() if honest else x.numel() // 4\n")
@@ -1033,17 +1049,27 @@ PEEK_AT_KEPT_CALLS = _stack_walker(
 def test_a_forward_that_reads_which_calls_are_kept_is_caught_by_the_audit(
     add_task, runtime_guards_only
 ):
-    """The counting cheat's next step: it does not count, it reads which calls are kept. The
-    audit (fingerprints of every timed call, verified on calls drawn after the run) catches
-    it; without the audit it passes more than 1.6x faster than the honest add: the hole it
-    closes.
+    """The counting cheat's next step: it does not count, it reads which calls are kept. Each
+    audit alone catches it: the timed calls' (fingerprints of every timed call, verified on
+    calls drawn after the run) and the clock check's (the same for its back-to-back calls).
+    With both off it passes more than 1.6x faster than the honest add: the hole they close.
+    (The twenty-first session's H200 run showed the clock check's audit catching it with the
+    timed calls' audit off.)
 
     At 128M elements: at 16M (first H200 run) the quarter's ~0.017 ms was under the ~0.05 ms
     the stack walk costs the host a call, and the clock check caught even the unaudited cheat.
     """
-    cheat, _ = _mended_and_unmended(add_task, PEEK_AT_KEPT_CALLS, "audit_timed_calls")
+    cheat, _ = _mended_and_unmended(
+        add_task, PEEK_AT_KEPT_CALLS, "audit_timed_calls", also_off=("audit_clock_calls",)
+    )
     assert not cheat.passed and cheat.guard == "timed_result", cheat.message
-    assert "drawn after the run" in cheat.message
+    assert "timed calls drawn after the run" in cheat.message
+    big = _huge_add(add_task)
+    clock_only = CheckOptions(seeds=2, timeout_s=300, baselines=False, audit_timed_calls=False)
+    with Verifier("cuda", clock_only) as verifier:
+        by_clock = verifier.check(big, PEEK_AT_KEPT_CALLS)
+    assert not by_clock.passed, by_clock.message
+    assert "back-to-back calls drawn after the run" in by_clock.message
 
 
 # Launches one block and returns an empty tensor, after pushing (once, by built names the static
