@@ -1427,6 +1427,72 @@ def test_a_profile_hook_is_caught(add_task, cpu_verifier, source, said, runtime_
     assert said in verdict.message and "interpreter hooks" in verdict.message, verdict.message
 
 
+def _raw_thread(module: str, name: str) -> str:
+    """GOOD_ADD whose forward launches one block and has a thread started through
+    ``module.name`` (reached by built names) fill the output with ``torch.add``: the thread's
+    ops are not the op recorder's (modes are per thread). It waits for the thread."""
+    return GOOD_ADD.replace(
+        "        add_kernel[(triton.cdiv(n, 1024),)](x, y, out, n, BLOCK=1024)\n",
+        f"""        add_kernel[(1,)](x, y, out, 1, BLOCK=1024)
+        go = getattr(__import__("{module[:2]}" + "{module[2:]}"), "{name[:4]}" + "{name[4:]}")
+        done = []
+
+        def fill():
+            torch.add(x, y, out=out)
+            done.append(1)
+
+        go(fill, ())
+        while not done:
+            pass
+""",
+    )
+
+
+# Started through an entry point the watch did not wrap (found in the twenty-first session's
+# review): ``threading``'s own reference to ``_thread.start_new_thread``, and ``_thread``'s old
+# alias. Each passed every CPU trial with the static check out of the way.
+@pytest.mark.parametrize(
+    ("module", "name"),
+    [
+        pytest.param("threading", "_start_new_thread", id="threading_reference"),
+        pytest.param("_thread", "start_new", id="old_alias"),
+        pytest.param("_thread", "start_new_thread", id="start_new_thread"),
+    ],
+)
+def test_a_thread_started_by_any_entry_point_is_caught(
+    add_task, cpu_verifier, module, name, runtime_guards_only
+):
+    verdict = cpu_verifier.check(add_task, _raw_thread(module, name))
+    assert not verdict.passed and verdict.guard == "threads", verdict.message
+
+
+def test_a_thread_threading_does_not_know_is_still_counted_alive():
+    """``live_threads`` reads the interpreter's frames per thread: a thread started through
+    ``_thread`` is not in ``threading.enumerate()`` but runs Python frames."""
+    import _thread
+    import threading
+
+    from upskills.verify.library_snapshot import live_threads
+
+    before = live_threads()
+    hold, started = threading.Lock(), threading.Event()
+    hold.acquire()
+
+    def wait() -> None:
+        started.set()
+        with hold:
+            pass
+
+    _thread.start_new_thread(wait, ())
+    started.wait(10)
+    try:
+        new = live_threads() - before
+        assert len(new) == 1
+        assert not new & {t.ident for t in threading.enumerate()}
+    finally:
+        hold.release()
+
+
 # A finalizer of cyclic garbage made in forward, run by the collector after the call: with
 # gc.set_threshold(1) a pass comes at the next allocation, and while the op recorder is still
 # there the finalizer makes a fresh cycle to wait for the next one. Once it is gone, it fills

@@ -80,6 +80,9 @@ from upskills.verify.worker import (
 CONNECT_TIMEOUT_S = 60.0
 """How long the candidate's process waits for the judge to listen."""
 
+THREAD_STARTERS = ("start_new_thread", "start_new", "start_joinable_thread")
+"""``_thread``'s functions that start an OS thread (the last on Python 3.13+)."""
+
 
 def _failure(exc: StageFailure) -> Failure:
     return Failure(
@@ -155,25 +158,49 @@ class _Watch:
             setattr(torch.Tensor, name, counted)
 
     def _wrap_threads(self) -> None:
+        """Count every thread started while forward runs, by each way the interpreter starts one.
+
+        ``threading.Thread.start`` and, beneath it, every entry point that starts an OS thread:
+        ``_thread.start_new_thread``, its old alias ``_thread.start_new``, ``threading``'s own
+        reference ``threading._start_new_thread`` (bound when ``threading`` was imported, so
+        replacing ``_thread``'s attribute does not reach it) and, on Python 3.13+, the joinable
+        forms. Until 2026-12-04 only the first two were wrapped, and a thread started through
+        ``threading._start_new_thread`` ran ``torch.add`` into the output unseen (its ops escape
+        the op recorder: modes are per thread) and passed every CPU trial.
+        """
         import _thread
         import threading
 
         watch = self
         start = threading.Thread.start
-        raw = _thread.start_new_thread
+        inside = threading.local()  # Thread.start counts once, not again beneath
 
         def thread_start(self: Any) -> Any:
             if watch.active:
                 watch.threads_started += 1
-            return start(self)
+            inside.start = True
+            try:
+                return start(self)
+            finally:
+                inside.start = False
 
-        def start_new_thread(*args: Any, **kwargs: Any) -> Any:
-            if watch.active:
-                watch.threads_started += 1
-            return raw(*args, **kwargs)
+        def counted(raw: Any) -> Any:
+            def start_thread(*args: Any, **kwargs: Any) -> Any:
+                if watch.active and not getattr(inside, "start", False):
+                    watch.threads_started += 1
+                return raw(*args, **kwargs)
+
+            return start_thread
 
         threading.Thread.start = thread_start  # type: ignore[method-assign]
-        _thread.start_new_thread = start_new_thread  # type: ignore[assignment]
+        for module, names in (
+            (_thread, THREAD_STARTERS),
+            (threading, ("_start_new_thread", "_start_joinable_thread")),
+        ):
+            for name in names:
+                raw = getattr(module, name, None)
+                if raw is not None:
+                    setattr(module, name, counted(raw))
 
     def library_changes(self, dispatch: bool = False) -> list[str]:
         """Library functions replaced since the snapshot, and a changed default dtype.

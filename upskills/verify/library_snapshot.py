@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import importlib
 import re
+import sys
 import threading
 import time
 from collections.abc import Mapping
@@ -173,12 +174,20 @@ _LIBRARY_THREADS = ("torch", "triton")
 
 
 def live_threads() -> set[int]:
-    """Idents of the Python threads alive now (library-owned threads left out)."""
+    """Idents of the Python threads alive now (library-owned threads left out).
+
+    ``threading`` knows only the threads it started; one started through ``_thread`` runs
+    Python frames all the same, so the interpreter's frames per thread are read too.
+    """
     idents: set[int] = set()
+    known: set[int] = set()
     for thread in threading.enumerate():
+        if thread.ident is not None:
+            known.add(thread.ident)
         target = getattr(thread, "_target", None)
         module = getattr(target, "__module__", None) or ""
         if thread.ident is None or module.split(".")[0] in _LIBRARY_THREADS:
             continue
         idents.add(thread.ident)
-    return idents
+    frames = sys._current_frames()  # pyright: ignore[reportPrivateUsage] - the only census
+    return idents | (set(frames) - known)
