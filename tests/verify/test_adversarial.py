@@ -1547,6 +1547,61 @@ def test_a_finalizer_run_by_the_collector_after_forward_is_caught(
         assert verdict.error_class in (ErrorClass.MISMATCH, ErrorClass.NAN), verdict.message
 
 
+# A collector callback, added at import: the verifier's own full pass before each trial's call
+# (``modes.collect_garbage``) runs it, outside forward and the op recorder. It walks up to the
+# trial's frame, adds its inputs with torch.add, and forward hands that back after launching
+# one block; its own path (no stash) returns zeros, so only the callback's sum can pass. It
+# passed every CPU trial with the static check out of the way (2026-12-04, twenty-first
+# session's review).
+GC_CALLBACK = (
+    GOOD_ADD.replace(
+        "class ModelNew(nn.Module):\n",
+        """_gc = __import__("g" + "c")
+_sys = __import__("s" + "ys")
+_stash = {}
+
+
+def _cb(phase, info):
+    if phase != "start":
+        return
+    f = _sys._getframe(1)
+    while f is not None:
+        seen = f.f_locals
+        if "inputs" in seen and "log" in seen:  # CandidateHost._call
+            x, y = seen["inputs"][:2]
+            _stash["out"] = torch.add(x, y)
+            return
+        f = f.f_back
+
+
+_gc.callbacks.append(_cb)
+
+
+class ModelNew(nn.Module):
+""",
+    )
+    .replace(
+        "        out = torch.empty_like(x)\n",
+        "        out = _stash.pop('out', None)\n"
+        "        if out is None or out.shape != x.shape:\n"
+        "            out = torch.zeros_like(x)\n",
+    )
+    .replace(
+        "        add_kernel[(triton.cdiv(n, 1024),)](x, y, out, n, BLOCK=1024)\n",
+        "        add_kernel[(1,)](x, y, out, 1, BLOCK=1024)\n",
+    )
+)
+
+
+def test_a_collector_callback_is_caught(add_task, cpu_verifier, runtime_guards_only):
+    """Guard (d) compares the collector's callbacks with the other interpreter hooks, by
+    identity: one added at import is there before forward."""
+    assert "_gc.callbacks.append(_cb)" in GC_CALLBACK and "zeros_like" in GC_CALLBACK
+    verdict = cpu_verifier.check(add_task, GC_CALLBACK)
+    assert not verdict.passed and verdict.guard == "library_patch", verdict.message
+    assert "interpreter hooks" in verdict.message, verdict.message
+
+
 # A handler for SIGALRM and an interval timer of 20 µs, armed at import: the handler runs
 # between bytecodes, and at its first run after forward with no torch mode active it fills the
 # queued output with torch.add, before the verifier copies it. It passed every CPU trial with

@@ -28,7 +28,10 @@ Every hook and handler is compared by identity (``id``), never with ``==``: ``No
 asks the hook's own ``__eq__``, and a profile hook whose class answered ``True`` passed every
 CPU trial with the static check out of the way (``PROFILE_HOOK_EQUAL_TO_ALL``, 2026-12-04).
 The import system's hooks count too: a finder put on ``sys.meta_path`` runs at the next import
-of a module not yet loaded, the verifier's own among them.
+of a module not yet loaded, the verifier's own among them. So do the collector's callbacks
+(``gc.callbacks``): :func:`collect_garbage` runs them, outside forward and the op recorder, and
+one added at import added a trial's inputs with ``torch.add`` before each call and passed every
+CPU trial with the static check out of the way (``GC_CALLBACK``, 2026-12-04).
 """
 
 from __future__ import annotations
@@ -52,8 +55,9 @@ class ModeState(NamedTuple):
     excluded: Any
     """Keys this thread skips (``_AutoDispatchBelowAutograd`` left entered adds Autograd's)."""
     hooks: tuple[Any, ...]
-    """The interpreter's hooks by identity: profile and trace functions, the collector,
-    ``sys.monitoring`` tools, interval timers, the import system's finders and path hooks."""
+    """The interpreter's hooks by identity: profile and trace functions, the collector and its
+    callbacks, ``sys.monitoring`` tools, interval timers, the import system's finders and path
+    hooks."""
 
     def describe(self, then: ModeState) -> str:
         """What moved from ``then`` to this state, in words."""
@@ -69,7 +73,8 @@ class ModeState(NamedTuple):
             parts.append(f"dispatch keys excluded {then.excluded} -> {self.excluded}")
         if self.hooks != then.hooks:
             parts.append(
-                "interpreter hooks (setprofile, settrace, monitoring, gc, itimer, import) changed"
+                "interpreter hooks (setprofile, settrace, monitoring, gc, gc.callbacks, itimer, "
+                "import) changed"
             )
         return "; ".join(parts)
 
@@ -89,7 +94,7 @@ def mode_depths() -> ModeState:
 
 
 def interpreter_hooks() -> tuple[Any, ...]:
-    """Profile and trace functions, the collector, ``sys.monitoring``'s tools, import hooks.
+    """Profile and trace hooks, the collector and its callbacks, monitoring tools, import hooks.
 
     Python objects enter as ``id``s (the module docstring says why); the switch, the timers and
     the event masks are the interpreter's own bools, floats and ints.
@@ -98,6 +103,7 @@ def interpreter_hooks() -> tuple[Any, ...]:
     hooks += _interval_timers()
     hooks.append(tuple(map(id, sys.meta_path)))
     hooks.append(tuple(map(id, sys.path_hooks)))
+    hooks.append(tuple(map(id, gc.callbacks)))  # run by the verifier's own passes
     monitoring: Any = getattr(sys, "monitoring", None)  # Python 3.12+
     if monitoring is not None:
         for tool in range(6):
