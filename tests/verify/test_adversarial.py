@@ -1547,23 +1547,20 @@ def test_a_finalizer_run_by_the_collector_after_forward_is_caught(
         assert verdict.error_class in (ErrorClass.MISMATCH, ErrorClass.NAN), verdict.message
 
 
-# A collector callback, added at import: the verifier's own full pass before each trial's call
-# (``modes.collect_garbage``) runs it, outside forward and the op recorder. It walks up to the
-# trial's frame, adds its inputs with torch.add, and forward hands that back after launching
-# one block; its own path (no stash) returns zeros, so only the callback's sum can pass. It
-# passed every CPU trial with the static check out of the way (2026-12-04, twenty-first
-# session's review).
-GC_CALLBACK = (
-    GOOD_ADD.replace(
-        "class ModelNew(nn.Module):\n",
-        """_gc = __import__("g" + "c")
+def _ahead_of_the_trial(hook: str) -> str:
+    """GOOD_ADD whose ``hook`` (module code) runs ``_sum_ahead`` in the verifier's collector
+    pass: it walks up to the trial's frame, adds its inputs with torch.add (outside forward and
+    the op recorder) and leaves the sum for forward, which launches one block and hands it
+    back; forward's own path returns zeros, so only the sum made ahead can pass."""
+    return (
+        GOOD_ADD.replace(
+            "class ModelNew(nn.Module):\n",
+            f"""_gc = __import__("g" + "c")
 _sys = __import__("s" + "ys")
-_stash = {}
+_stash = {{}}
 
 
-def _cb(phase, info):
-    if phase != "start":
-        return
+def _sum_ahead():
     f = _sys._getframe(1)
     while f is not None:
         seen = f.f_locals
@@ -1574,32 +1571,71 @@ def _cb(phase, info):
         f = f.f_back
 
 
-_gc.callbacks.append(_cb)
-
+{hook}
 
 class ModelNew(nn.Module):
 """,
+        )
+        .replace(
+            "        out = torch.empty_like(x)\n",
+            "        out = _stash.pop('out', None)\n"
+            "        if out is None or out.shape != x.shape:\n"
+            "            out = torch.zeros_like(x)\n",
+        )
+        .replace(
+            "        add_kernel[(triton.cdiv(n, 1024),)](x, y, out, n, BLOCK=1024)\n",
+            "        add_kernel[(1,)](x, y, out, 1, BLOCK=1024)\n",
+        )
     )
-    .replace(
-        "        out = torch.empty_like(x)\n",
-        "        out = _stash.pop('out', None)\n"
-        "        if out is None or out.shape != x.shape:\n"
-        "            out = torch.zeros_like(x)\n",
-    )
-    .replace(
-        "        add_kernel[(triton.cdiv(n, 1024),)](x, y, out, n, BLOCK=1024)\n",
-        "        add_kernel[(1,)](x, y, out, 1, BLOCK=1024)\n",
-    )
+
+
+# A collector callback, added at import: the verifier's own full pass before each trial's call
+# (``modes.collect_garbage``) runs it. It passed every CPU trial with the static check out of
+# the way (2026-12-04, twenty-first session's review).
+GC_CALLBACK = _ahead_of_the_trial(
+    """def _cb(phase, info):
+    if phase == "start":
+        _sum_ahead()
+
+
+_gc.callbacks.append(_cb)
+"""
+)
+
+# The same from a finalizer: cyclic garbage made at import, freed by the verifier's full pass
+# before the first trial's call; each finalizer makes the next pass's garbage. Nothing in it is
+# a hook. It passed every CPU trial with the static check out of the way (2026-12-04).
+FINALIZER_AHEAD = _ahead_of_the_trial(
+    """class _Ahead:
+    def __init__(self):
+        self.me = self  # a cycle: freed by the collector's next pass
+
+    def __del__(self):
+        _Ahead()
+        _sum_ahead()
+
+
+_Ahead()
+"""
 )
 
 
-def test_a_collector_callback_is_caught(add_task, cpu_verifier, runtime_guards_only):
-    """Guard (d) compares the collector's callbacks with the other interpreter hooks, by
-    identity: one added at import is there before forward."""
-    assert "_gc.callbacks.append(_cb)" in GC_CALLBACK and "zeros_like" in GC_CALLBACK
-    verdict = cpu_verifier.check(add_task, GC_CALLBACK)
+@pytest.mark.parametrize(
+    "source",
+    [
+        pytest.param(GC_CALLBACK, id="callback"),
+        pytest.param(FINALIZER_AHEAD, id="finalizer"),
+    ],
+)
+def test_work_done_in_the_verifiers_collector_pass_is_caught(
+    add_task, cpu_verifier, source, runtime_guards_only
+):
+    """The verifier's collector passes are watched: a torch op or a launch there is guard (d).
+    (A callback is also an interpreter hook: ``test_modes.py``.)"""
+    assert "zeros_like" in source and source.count("torch.add") == 1
+    verdict = cpu_verifier.check(add_task, source)
     assert not verdict.passed and verdict.guard == "library_patch", verdict.message
-    assert "interpreter hooks" in verdict.message, verdict.message
+    assert "collector pass" in verdict.message and "1 torch op(s) (add)" in verdict.message
 
 
 # A handler for SIGALRM and an interval timer of 20 µs, armed at import: the handler runs

@@ -102,3 +102,87 @@ def test_the_collector_frees_a_cycle_however_old(promoted):
     finally:
         if was_on:
             gc.enable()
+
+
+def test_a_collector_callback_is_seen():
+    """``collect_garbage`` runs the collector's callbacks: they are hooks, compared by id."""
+    before = mode_depths()
+    gc.callbacks.append(_EqualToAll())
+    try:
+        now = mode_depths()
+    finally:
+        gc.callbacks.pop()
+    assert now != before and "gc.callbacks" in now.describe(before)
+    assert mode_depths() == before
+
+
+class _Work:
+    """Cyclic garbage whose finalizer does ``work`` (the candidate's code in a pass)."""
+
+    def __init__(self, work) -> None:  # noqa: ANN001 - a callable
+        self.me, self.work = self, work
+
+    def __del__(self) -> None:
+        self.work()
+
+
+def _watched_pass(work) -> str | None:  # noqa: ANN001 - a callable
+    """The message of a watched full pass that frees a ``_Work(work)``, or None if it passed."""
+    import torch  # noqa: F401 - the pass's watch is a torch dispatch mode
+
+    from upskills.verify.verdict import VerdictStage
+    from upskills.verify.worker import StageFailure
+
+    launches = [0]
+    was_on = gc.isenabled()
+    gc.disable()
+    try:
+        _Work(work)
+        collect_garbage(VerdictStage.CORRECTNESS, "c.py", lambda: launches[0])
+    except StageFailure as failure:
+        return str(failure)
+    finally:
+        if was_on:
+            gc.enable()
+    return None
+
+
+def test_a_pass_whose_finalizer_does_torch_work_is_refused():
+    import torch
+
+    x = torch.ones(8)
+    said = _watched_pass(lambda: torch.add(x, x))
+    assert said is not None and "collector pass" in said and "1 torch op(s) (add)" in said
+
+
+def test_a_pass_whose_finalizer_launches_is_refused():
+    import torch
+
+    from upskills.verify.guards import LaunchCounter
+
+    counter = LaunchCounter()
+    launcher = counter._wrap(lambda *args: None)  # a launch the counter sees
+    launches = counter.state
+    arg = torch.ones(1)  # made here: the finalizer's only work is the launch
+
+    def launch() -> None:
+        launcher(arg)
+
+    was_on = gc.isenabled()
+    gc.disable()
+    try:
+        _Work(launch)
+        from upskills.verify.verdict import VerdictStage
+        from upskills.verify.worker import StageFailure
+
+        with pytest.raises(StageFailure, match="0 torch op\\(s\\), 1 kernel launch"):
+            collect_garbage(VerdictStage.TIMING, "c.py", lambda: launches.launches)
+    finally:
+        if was_on:
+            gc.enable()
+
+
+def test_a_pass_whose_finalizers_do_no_work_is_quiet():
+    freed: list[int] = []
+    assert _watched_pass(lambda: freed.append(1)) is None
+    assert freed == [1]

@@ -35,7 +35,6 @@ from upskills.verify.interface import mismatch, signature_problem
 from upskills.verify.library_snapshot import LibrarySnapshot, live_threads
 from upskills.verify.modes import (
     check_modes_left,
-    collect_garbage,
     mode_depths,
     quiet_collector,
     signal_handlers,
@@ -323,7 +322,7 @@ class CandidateHost(TimingRequests):
 
         from upskills.verify.guards import make_op_recorder
 
-        collect_garbage()
+        self._collect(VerdictStage.CORRECTNESS)
         recorder = make_op_recorder(log, self.watch.counter.state)
         check_modes_left(mode_depths(), VerdictStage.CORRECTNESS, self.display, self.watch.modes)
         self.watch.active = True

@@ -119,6 +119,11 @@ class TimingRequests:
     def _sync(self) -> None:
         raise NotImplementedError
 
+    def _collect(self, stage: VerdictStage, young: bool = False) -> None:
+        """A watched collector pass (:func:`~upskills.verify.modes.collect_garbage`)."""
+        state = self.watch.counter.state
+        collect_garbage(stage, self.display, lambda: state.launches, young=young)
+
     def _forward(self, args: list[Any]) -> Any:
         """One call of ``forward``, which must leave no torch mode behind (guard (d))."""
         before = mode_depths()
@@ -135,13 +140,13 @@ class TimingRequests:
 
         from upskills.verify.timing import time_cuda
 
-        collect_garbage()
+        self._collect(VerdictStage.TIMING)
         sets = [import_args(s) for s in req.input_sets]
         work = [clone_tree(v) for v in sets[0]]
         order = req.order
 
         def load(call: int) -> int:
-            collect_garbage(young=True)  # the last call's output is copied and fingerprinted
+            self._collect(VerdictStage.TIMING, young=True)  # the last output is copied
             check_plain_inputs(work, VerdictStage.TIMING, self.display)  # before they are read
             pick = order[call % len(order)]
             copy_into(work, sets[pick])
@@ -206,7 +211,7 @@ class TimingRequests:
             return self._graph_bulk(req)
         if req.perturb:
             return self._audited_bulk(req)
-        collect_garbage()
+        self._collect(VerdictStage.TIMING)
         inputs = import_args(req.inputs)
         before = self.watch.counter.state.launches
         start = torch.cuda.Event(enable_timing=True)
@@ -237,7 +242,7 @@ class TimingRequests:
         """
         import torch
 
-        collect_garbage()
+        self._collect(VerdictStage.TIMING)
         inputs = import_args(req.inputs)
         work = [clone_tree(v) for v in inputs]
         seed = req.fingerprint_seed if req.fingerprint_seed is not None else 0
