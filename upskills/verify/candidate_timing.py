@@ -186,6 +186,8 @@ class TimingRequests:
                     times_out=times,
                     after_each=fingerprint if seed is not None else None,
                 )
+        except StageFailure:  # a guard of the timed path (load, _forward): its own verdict
+            raise
         except Exception as exc:  # noqa: BLE001 - a failure while timing
             raise StageFailure(
                 classify_exception(exc),
