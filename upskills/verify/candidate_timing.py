@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any, cast
 
 from upskills.verify.fingerprint import PROJECTIONS, fingerprints
+from upskills.verify.guards import OpLog, make_op_recorder
 from upskills.verify.modes import check_modes_left, collect_garbage, mode_depths
 from upskills.verify.perturb import perturb_inputs
 from upskills.verify.protocol import Bulk, BulkDone, TensorHandle, TimeDone, TimeRun
@@ -120,9 +121,33 @@ class TimingRequests:
         raise NotImplementedError
 
     def _collect(self, stage: VerdictStage, young: bool = False) -> None:
-        """A watched collector pass (:func:`~upskills.verify.modes.collect_garbage`)."""
+        """A collector pass (:func:`~upskills.verify.modes.collect_garbage`), watched.
+
+        The pass runs the candidate's finalizers outside forward and its op recorder, just
+        before a call whose inputs are already made: a finalizer that walked up to a trial's
+        frame and summed its inputs with ``torch.add`` passed every CPU trial with the static
+        check out of the way (``FINALIZER_AHEAD``, 2026-12-04). So the pass runs under a fresh
+        op recorder (a class made per pass, as for forward: none the candidate could have
+        edited beforehand), with the launch counter read before and after; a torch op or a
+        launch during it is guard (d) ``library_patch``.
+        """
         state = self.watch.counter.state
-        collect_garbage(stage, self.display, lambda: state.launches, young=young)
+        log = OpLog()
+        before = state.launches
+        with make_op_recorder(log, state):
+            collect_garbage(young=young)
+        launched = state.launches - before
+        if log.ops or launched:
+            names = sorted({op.name for op in log.ops})
+            ops = f"{len(log.ops)} torch op(s)" + (f" ({', '.join(names[:3])})" if names else "")
+            raise StageFailure(
+                ErrorClass.GUARD,
+                stage,
+                f"{self.display}: guard (d) the candidate's code ran in the verifier's collector "
+                f"pass (a finalizer or a collector callback) and did work outside forward: {ops}, "
+                f"{launched} kernel launch(es)",
+                guard="library_patch",
+            )
 
     def _forward(self, args: list[Any]) -> Any:
         """One call of ``forward``, which must leave no torch mode behind (guard (d))."""

@@ -39,7 +39,6 @@ from __future__ import annotations
 import gc
 import signal
 import sys
-from collections.abc import Callable
 from typing import Any, NamedTuple
 
 from upskills.verify.verdict import ErrorClass, VerdictStage
@@ -184,12 +183,7 @@ def quiet_collector() -> None:
     gc.disable()
 
 
-def collect_garbage(
-    stage: VerdictStage | None = None,
-    display: str = "candidate.py",
-    launches: Callable[[], int] | None = None,
-    young: bool = False,
-) -> None:
+def collect_garbage(young: bool = False) -> None:
     """Collect cyclic garbage, where no output of the candidate waits to be copied.
 
     ``young`` collects only the generations made since the last pass (before each timed call;
@@ -198,53 +192,8 @@ def collect_garbage(
     that outlived two of them stayed until the exit, and one made in each timed call of a
     128M-element add filled the H200's 140 GB (twentieth device session).
 
-    The pass runs the candidate's finalizers (and, were it there, a collector callback), outside
-    forward and its op recorder, just before a call whose inputs are already made: a finalizer
-    that walked up to a trial's frame and summed its inputs with ``torch.add`` passed every CPU
-    trial with the static check out of the way (``FINALIZER_AHEAD``, 2026-12-04). With a
-    ``stage``, the pass is watched: a torch op or a kernel launch (``launches`` read before and
-    after) during it is guard (d) ``library_patch``.
+    The pass runs the candidate's finalizers (and its collector callbacks, were any there):
+    the candidate's process makes every pass through
+    :meth:`~upskills.verify.candidate_timing.TimingRequests._collect`, which watches it.
     """
-    if stage is None:
-        gc.collect(1 if young else 2)
-        return
-    before = launches() if launches is not None else 0
-    _PASS_OPS.clear()
-    with _pass_watch()():
-        gc.collect(1 if young else 2)
-    ops = list(_PASS_OPS)
-    launched = (launches() - before) if launches is not None else 0
-    if ops or launched:
-        raise StageFailure(
-            ErrorClass.GUARD,
-            stage,
-            f"{display}: guard (d) the candidate's code ran in the verifier's collector pass "
-            f"(a finalizer or a collector callback) and did work outside forward: "
-            f"{len(ops)} torch op(s){' (' + ', '.join(sorted(set(ops))[:3]) + ')' if ops else ''}"
-            f", {launched} kernel launch(es)",
-            guard="library_patch",
-        )
-
-
-_PASS_WATCH: list[Any] = []
-_PASS_OPS: list[str] = []
-"""The aten ops of the running collector pass."""
-
-
-def _pass_watch() -> Any:
-    """The dispatch mode's class that lists the aten ops a collector pass runs.
-
-    Made once: a class statement per pass cost ~25 µs, 2000 times a timing request.
-    """
-    if not _PASS_WATCH:
-        from torch.utils._python_dispatch import TorchDispatchMode
-
-        class PassWatch(TorchDispatchMode):
-            def __torch_dispatch__(  # noqa: D105
-                self, func: Any, types: Any, args: Any = (), kwargs: Any = None
-            ) -> Any:
-                _PASS_OPS.append(str(func._overloadpacket.__name__))
-                return func(*args, **(kwargs or {}))
-
-        _PASS_WATCH.append(PassWatch)
-    return _PASS_WATCH[0]
+    gc.collect(1 if young else 2)
