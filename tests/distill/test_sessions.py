@@ -104,3 +104,30 @@ def test_a_change_that_rewrites_the_kernel_credits_no_technique(tmp_path):
     perf = [x for x in mine_trace(summarize_trace(path)) if x.kind == "perf"]
     assert [x.technique for x in perf] == ["confounded"], [x.technique for x in perf]
     assert "rewrites most of the kernel" in perf[0].effect.note
+
+
+def test_a_session_is_linked_to_the_earlier_final_it_changed_not_the_latest(tmp_path):
+    """Two variants of one kernel tried side by side: each is a change to that kernel.
+
+    Session 2 changes session 1's kernel one way (num_warps on the launch line), session 3
+    another way (an eviction hint on the load), both written from session 1's final; session
+    3's "before" is session 1's kernel, not session 2's, so its lesson is one change, not two.
+    """
+    first, second = _sessions(tmp_path)
+    third = tmp_path / "s3.jsonl"
+    hinted = ROW_SUM_MASKED.replace("other=0.0)", 'other=0.0, eviction_policy="evict_first")')
+    assert hinted != ROW_SUM_MASKED
+    write_trace(
+        third,
+        [(hinted, verdict(hinted, True, speedup=1.3, gpu=GPU))],
+        notes={0: ["Session 1 measured 1.00x; beside session 2, one change: evict_first."]},
+        started="2026-11-30T23:00:00.000000+00:00",
+        session_agent="coder",
+    )
+    s1, s2, s3 = (summarize_trace(p) for p in (first, second, third))
+    assert link_sessions([s1, s2, s3]) == 2
+    assert s2.prior_trace == s1.trace_id and s3.prior_trace == s1.trace_id
+    perf = [x for x in mine_trace(s3) if x.kind == "perf"]
+    assert len(perf) == 1 and perf[0].effect.attribution == "isolated"
+    example = perf[0].example or ""
+    assert "evict_first" in example and "num_warps" not in example, example

@@ -8,6 +8,7 @@ kept (the kernels judged and their verdict summaries), so memory per trace stays
 
 from __future__ import annotations
 
+import difflib
 import hashlib
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -208,13 +209,16 @@ def link_sessions(traces: list[TraceSummary]) -> int:
     """Chain one agent's sessions on one task: a later session's first attempt follows on.
 
     An external agent working through ``upskills session`` that ends a session and starts
-    another on the same task writes its next kernel after reading the previous session's
-    verdicts, so the previous session's final (passing, timed) kernel and the new session's
-    first attempt are an episode like any other, except that the two were timed in different
-    verifier runs (the lesson says so). Only sessions of the same agent are chained (driven
-    teacher runs and students are independent samples, never chained); they are ordered by
-    run_start time; a first attempt identical to that kernel (the same kernel re-checked)
-    links nothing. Returns how many sessions were linked.
+    another on the same task writes its next kernel after reading the earlier sessions'
+    verdicts, so an earlier session's final (passing, timed) kernel and the new session's first
+    attempt are an episode like any other, except that the two were timed in different verifier
+    runs (the lesson says so). Only sessions of the same agent are chained (driven teacher runs
+    and students are independent samples, never chained); they are ordered by run_start time.
+    The "before" is the earlier final the first attempt differs from least (fewest changed
+    lines; the latest on a tie): an agent that tries two variants of one kernel side by side,
+    or goes back to an older final after a slower try, changed that kernel, not the slower
+    session's. A first attempt identical to an earlier final (the same kernel re-checked) links
+    nothing. Returns how many sessions were linked.
     """
     by_task: dict[tuple[str, str], list[TraceSummary]] = {}
     for t in traces:
@@ -223,13 +227,32 @@ def link_sessions(traces: list[TraceSummary]) -> int:
     linked = 0
     for group in by_task.values():
         group.sort(key=lambda t: (t.started, t.trace_id))
-        last: tuple[Attempt, str] | None = None
+        finals: list[tuple[Attempt, str]] = []
         for t in group:
             first = t.attempts[0]
-            if last is not None and last[0].kernel_hash != first.kernel_hash:
-                t.prior, t.prior_trace = last
+            base = _nearest(finals, first.kernel_source)
+            if base is not None and base[0].kernel_hash != first.kernel_hash:
+                t.prior, t.prior_trace = base
                 linked += 1
             final = t.final_kernel()
             if final is not None and final.speedup is not None:
-                last = (final, t.trace_id)
+                finals.append((final, t.trace_id))
     return linked
+
+
+def _nearest(finals: list[tuple[Attempt, str]], source: str) -> tuple[Attempt, str] | None:
+    """The final that needs the fewest changed lines to become ``source`` (latest on a tie)."""
+    lines = source.splitlines()
+    best: tuple[Attempt, str] | None = None
+    best_cost = -1
+    for final in finals:
+        cost = changed_lines(final[0].kernel_source.splitlines(), lines)
+        if best is None or cost <= best_cost:
+            best, best_cost = final, cost
+    return best
+
+
+def changed_lines(before: list[str], after: list[str]) -> int:
+    """Lines removed plus lines added between two sources (a line diff, no junk heuristic)."""
+    matcher = difflib.SequenceMatcher(None, before, after, autojunk=False)
+    return sum(i2 - i1 + j2 - j1 for op, i1, i2, j1, j2 in matcher.get_opcodes() if op != "equal")

@@ -1,5 +1,5 @@
-# Verified kernel for task `40_LayerNorm` (task hash 6c19ce957de04456), from trace 957e16510c6f4cf8968d27e77ed6c4e8.
-# Measured: 40.51x eager, 1.61x torch.compile on NVIDIA H200.
+# Verified kernel for task `40_LayerNorm` (task hash 6c19ce957de04456), from trace 584f4b3b7b49454c85ddc5d553b66db5.
+# Measured: 41.70x eager, 1.66x torch.compile on NVIDIA H200.
 # Check it: upskills check 40_LayerNorm scripts/40_LayerNorm_kernel.py
 import torch
 import torch.nn as nn
@@ -7,21 +7,18 @@ import triton
 import triton.language as tl
 from torch.utils.cpp_extension import load_inline
 
-# 40_LayerNorm, twelfth session, after reading round 23. s11 (s10 with two 256-thread CTAs per
-# SM) passed at 0.2127 ms benchmark / 0.2125 ms submit (38.0x eager, 1.51x compile), the new
-# final, re-checked at 0.2126 ms; DRAM 336.4 MB read, 247.8 MB written (1.02x the minimum
-# bytes), so the bytes are right and the rate is not: 2.7 TB/s, ncu memory throughput 59.2%,
-# occupancy 24.2%, long_scoreboard 13.5, barrier 6.9. Two CTAs per SM gained only 3% over one:
-# every CTA waits on the same row counters, so the grid stays in step and both CTAs of an SM sit
-# in the same phase. Inside a CTA the block barriers keep its 8 warps in step too: the block
-# reduction after the statistics pass waits for the slowest warp's DRAM loads, and the merge's
-# three barriers hold every warp until the wait for the row's partials is over. One change:
-# no block barrier on the row path. Each warp adds its sums to the CTA's slot in shared memory
-# (atomics), and the CTA's last warp to arrive publishes the CTA's partial (fp32 sums around K
-# as before). Each warp waits for the row's 256 partials on its own and merges them itself in
-# fp64, in the same order as every other warp, so all use the same statistics. Warps then go
-# through the rows at their own pace, and one warp's DRAM loads can overlap another's
-# normalize. Everything else is s11's.
+# 40_LayerNorm, seventeenth session, after reading round 27. Neither of round 27's changes to s12
+# helped: s15 (the second streamed batch prefetched into L2) 0.2025 ms submit, DRAM bytes and
+# stalls as s12's, so S's second DRAM round trip is not what a row waits on; s16 (the first
+# re-read batch issued before the wait) 0.2101 ms, with more spills. s12 stays the final
+# (0.1995 ms, 2.86 TB/s, 0.98x the minimum bytes). Reading s12's SASS for the wait instead: each
+# warp merges the row's 256 partials with one load per partial, each load followed by its
+# conversion and fp64 add before the next load goes out (LDG, F2F, DADD, branch, 8 times per
+# lane), so every warp spends eight L2 round trips a row in the merge, on the same 16 lines that
+# all 2048 warps read, with nothing of its own in flight. At ~0.7 us a round trip that is about
+# half of the ~11.5 us a row takes. One change: a lane's 8 partial loads all go out before the
+# first add (one round trip); the adds keep s12's order, so the statistics are the same bit for
+# bit. Everything else is s12's.
 
 
 _CUDA = r"""
@@ -37,6 +34,7 @@ constexpr int PER4 = 16;                      // float4 columns per thread per r
 constexpr int PER4S = 14;                     // of them, weight and bias in shared memory
 constexpr int HOLD = 8;                       // float4 columns per thread held in registers a row
 constexpr int BATCH = 4;                      // float4 re-read loads in flight per thread
+constexpr int MERGE = T / 32;                 // row partials merged per lane (H <= T)
 constexpr int SLICE = T * PER4 * 4;           // 16384 columns per CTA
 constexpr int SH4 = T * PER4S;                // 3584 float4 of weight (then as many of bias) in smem
 constexpr int SHARED_COLS = SH4 * 4;          // 14336 columns
@@ -136,12 +134,21 @@ __device__ __forceinline__ float2 row_moments(const float2* part_r, const unsign
     __threadfence();
   }
   __syncwarp();
+  // H <= T = 256 partials (the host checks), so at most MERGE per lane: all of a lane's loads
+  // go out before the first add, one L2 round trip instead of one per partial. An index past H
+  // loads partial H - 1 (a valid address, no predicated load whose select would wait for it)
+  // and is skipped in the adds, which keep s12's order (lane, lane + 32, ...), so every warp
+  // still gets the same statistics bit for bit.
+  float2 p[MERGE];
+#pragma unroll
+  for (int k = 0; k < MERGE; ++k) p[k] = __ldcg(part_r + min(lane + 32 * k, H - 1));
   double m1 = 0.0, m2 = 0.0;
-#pragma unroll 8
-  for (int i = lane; i < H; i += 32) {
-    const float2 p = __ldcg(part_r + i);
-    m1 += p.x;
-    m2 += p.y;
+#pragma unroll
+  for (int k = 0; k < MERGE; ++k) {
+    if (lane + 32 * k < H) {
+      m1 += p[k].x;
+      m2 += p[k].y;
+    }
   }
 #pragma unroll
   for (int o = 16; o > 0; o >>= 1) {
@@ -301,7 +308,7 @@ bool layer_norm_resident(torch::Tensor x, torch::Tensor w, torch::Tensor b, torc
 """
 
 _ext = load_inline(
-    name="corpus_kb40_layernorm_wb_resident_warps",
+    name="corpus_kb40_layernorm_wb_resident_merge",
     cpp_sources="bool layer_norm_resident(torch::Tensor x, torch::Tensor w, torch::Tensor b, torch::Tensor y, "
     "torch::Tensor part, torch::Tensor count, int64_t rows, int64_t d, int64_t epoch, double eps);",
     cuda_sources=_CUDA,
