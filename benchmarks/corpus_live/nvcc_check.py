@@ -20,7 +20,6 @@ import re
 import shutil
 import subprocess
 import sys
-import sysconfig
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -30,8 +29,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "corpus_live"))
 
 from scan_extensions_local import (  # noqa: E402  # pyright: ignore[reportMissingImports]
     PRELUDE,
-    STUBS,
     cuda_sources,
+    include_dirs,
 )
 
 _FUNCTION = re.compile(r"Compiling entry function '(\w+)'|Function properties for (\w+)")
@@ -76,12 +75,7 @@ def check(
     ``prelude`` is what ``load_inline`` puts before the sources (torch's headers); a test of
     this script's own logic passes a lighter one.
     """
-    import torch.utils.cpp_extension as ce
-
-    for header, text in STUBS.items():
-        (root / "stubs" / header).parent.mkdir(parents=True, exist_ok=True)
-        (root / "stubs" / header).write_text("#pragma once\n" + text + "\n")
-    includes = [str(root / "stubs"), *ce.include_paths(), sysconfig.get_paths()["include"]]
+    includes = include_dirs(root)
     results: list[dict[str, Any]] = []
     for i, cu in enumerate(cuda_sources(source, name)):
         unit = root / f"k{i}.cu"

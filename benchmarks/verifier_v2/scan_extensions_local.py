@@ -70,6 +70,16 @@ def cuda_sources(source: str, name: str) -> list[str]:
     return [s for s in seen if s]
 
 
+def include_dirs(root: Path) -> list[str]:
+    """Write the header stubs under ``root``; the include path for a CUDA source of torch's."""
+    import torch.utils.cpp_extension as ce
+
+    for header, text in STUBS.items():
+        (root / "stubs" / header).parent.mkdir(parents=True, exist_ok=True)
+        (root / "stubs" / header).write_text("#pragma once\n" + text + "\n")
+    return [str(root / "stubs"), *ce.include_paths(), sysconfig.get_paths()["include"]]
+
+
 def compile_and_scan(name: str, cu: str, root: Path, includes: list[str]) -> dict[str, Any]:
     folder = root / name
     folder.mkdir(parents=True, exist_ok=True)
@@ -84,17 +94,12 @@ def compile_and_scan(name: str, cu: str, root: Path, includes: list[str]) -> dic
 
 
 def main() -> int:
-    import torch.utils.cpp_extension as ce
-
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("corpus", type=Path)
     ap.add_argument("--jobs", type=int, default=2)
     args = ap.parse_args()
     root = Path(tempfile.mkdtemp(prefix="scan-local-"))
-    for header, text in STUBS.items():
-        (root / "stubs" / header).parent.mkdir(parents=True, exist_ok=True)
-        (root / "stubs" / header).write_text("#pragma once\n" + text + "\n")
-    includes = [str(root / "stubs"), *ce.include_paths(), sysconfig.get_paths()["include"]]
+    includes = include_dirs(root)
     jobs = [
         (f"attack_hidden_cublas_sgemm:{i}", cu) for i, cu in enumerate(cuda_sources(ATTACK, "a"))
     ]
