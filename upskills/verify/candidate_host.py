@@ -36,6 +36,7 @@ from upskills.verify.library_snapshot import LibrarySnapshot, live_threads
 from upskills.verify.modes import (
     check_modes_left,
     mode_depths,
+    monitoring_callbacks,
     quiet_collector,
     signal_handlers,
 )
@@ -136,6 +137,7 @@ class _Watch:
         quiet_collector()  # cyclic garbage is collected only where no output waits
         self.modes = mode_depths()  # before the candidate's import: forward must find these
         self.signals = signal_handlers()
+        self.monitoring = monitoring_callbacks()
         if not _REFUSED_HOOKS and refuse_audit_hooks not in _INSTALLED:
             sys.addaudithook(refuse_audit_hooks)  # no later hook is added (none can be removed)
             _INSTALLED.append(refuse_audit_hooks)
@@ -221,6 +223,8 @@ class _Watch:
             changed.append(f"sys.addaudithook (refused {len(_REFUSED_HOOKS)} time(s))")
         if signal_handlers() != self.signals:
             changed.append("signal handlers (signal.signal)")
+        if monitoring_callbacks() != self.monitoring:
+            changed.append("sys.monitoring callbacks (register_callback)")
         if torch.get_default_dtype() != self.default_dtype:
             changed.append(f"torch default dtype is now {torch.get_default_dtype()}")
         return changed

@@ -107,9 +107,41 @@ def interpreter_hooks() -> tuple[Any, ...]:
     monitoring: Any = getattr(sys, "monitoring", None)  # Python 3.12+
     if monitoring is not None:
         for tool in range(6):
-            name = monitoring.get_tool(tool)
-            hooks.append((id(name), monitoring.get_events(tool) if name is not None else 0))
+            # A tool's events are read whether or not it has a name: on 3.12 free_tool_id
+            # leaves a freed tool's events and callbacks in force (the docs say so)
+            hooks.append((id(monitoring.get_tool(tool)), monitoring.get_events(tool)))
     return tuple(hooks)
+
+
+def monitoring_callbacks(monitoring: Any = None) -> tuple[int, ...]:
+    """Every ``sys.monitoring`` callback, by ``id`` per tool and event (Python 3.12+, else ``()``).
+
+    A callback can fire on *local* events set on one code object (the verifier's own), which
+    no global read shows, and on 3.12 a freed tool keeps its callbacks with no name: reading
+    the callbacks themselves covers both. ``register_callback`` is the only reader (it returns
+    the callback it replaces), so each is swapped out and put back; ~200 calls, so this runs
+    after the import and each trial, not each call, like :func:`signal_handlers`.
+    """
+    monitoring = monitoring if monitoring is not None else getattr(sys, "monitoring", None)
+    if monitoring is None:
+        return ()
+    namespace: dict[str, Any] = dict(vars(monitoring.events))  # pyright: ignore[reportUnknownArgumentType]
+    events = sorted(
+        v
+        for k, v in namespace.items()
+        if k.isupper() and type(v) is int and v > 0 and not v & (v - 1)
+    )
+    out: list[int] = []
+    for tool in range(6):
+        for event in events:
+            try:
+                callback = monitoring.register_callback(tool, event, None)
+            except ValueError:  # an event with no callback of its own (by version)
+                continue
+            if callback is not None:
+                monitoring.register_callback(tool, event, callback)
+            out.append(id(callback))
+    return tuple(out)
 
 
 def check_modes_left(
