@@ -1,5 +1,5 @@
-# Verified kernel for task `40_LayerNorm` (task hash 6c19ce957de04456), from trace 584f4b3b7b49454c85ddc5d553b66db5.
-# Measured: 41.70x eager, 1.66x torch.compile on NVIDIA H200.
+# Verified kernel for task `40_LayerNorm` (task hash 6c19ce957de04456), from trace 9ce0bcd132184c30b4f06d373120ae7a.
+# Measured: 43.47x eager, 1.73x torch.compile on NVIDIA H200.
 # Check it: upskills check 40_LayerNorm scripts/40_LayerNorm_kernel.py
 import torch
 import torch.nn as nn
@@ -7,18 +7,18 @@ import triton
 import triton.language as tl
 from torch.utils.cpp_extension import load_inline
 
-# 40_LayerNorm, seventeenth session, after reading round 27. Neither of round 27's changes to s12
-# helped: s15 (the second streamed batch prefetched into L2) 0.2025 ms submit, DRAM bytes and
-# stalls as s12's, so S's second DRAM round trip is not what a row waits on; s16 (the first
-# re-read batch issued before the wait) 0.2101 ms, with more spills. s12 stays the final
-# (0.1995 ms, 2.86 TB/s, 0.98x the minimum bytes). Reading s12's SASS for the wait instead: each
-# warp merges the row's 256 partials with one load per partial, each load followed by its
-# conversion and fp64 add before the next load goes out (LDG, F2F, DADD, branch, 8 times per
-# lane), so every warp spends eight L2 round trips a row in the merge, on the same 16 lines that
-# all 2048 warps read, with nothing of its own in flight. At ~0.7 us a round trip that is about
-# half of the ~11.5 us a row takes. One change: a lane's 8 partial loads all go out before the
-# first add (one round trip); the adds keep s12's order, so the statistics are the same bit for
-# bit. Everything else is s12's.
+# 40_LayerNorm, nineteenth session, after reading round 29. s18 (the row merged once, by the warp
+# whose increment completes it, and published as stats + flag) passed at 0.2544 ms submit, 31.8x
+# eager, against s17's 0.1937 ms: 3.8 us a row slower, with long_scoreboard 9.7 -> 16.9 and the
+# same DRAM bytes. What s18 added sits on the row's sync path (an atomic that returns, the merge,
+# a fence, then a poll and a second load in every other warp), and a row slowed by about as much
+# as that path grew: the row's sync is on the critical path. In s17 every one of the 2048 warps
+# (lane 0) polls the same count[r] line with 32 ns sleeps while 256 CTAs increment it, and every
+# warp merges the same 256 partials: one L2 slice serves all the polls of a row. One change to
+# s17: the first warp of a CTA to reach row r claims it (a shared-memory atomicMax), polls count[r]
+# and merges with s17's code and order; the CTA's other warps wait on a shared-memory slot (two,
+# by row parity) and take mean and rstd from it. Global polls and merges drop 8x; the poller's own
+# path is s17's, so the sync path does not grow. The statistics are s17's bit for bit.
 
 
 _CUDA = r"""
@@ -66,6 +66,14 @@ __device__ __forceinline__ void mbar_wait(unsigned mb, unsigned phase) {
 struct Slot {
   float s1, s2;
   unsigned n;
+};
+
+// Row r's mean and rstd for a CTA's warps, in one of two slots by row parity: the CTA's first warp
+// to reach row r claims it and merges; the rest wait here.
+struct RowStat {
+  float mean, rstd;
+  int ready;  // the last row whose statistics are in the slot (-1: none)
+  int claim;  // the last row a warp claimed (-1: none)
 };
 
 // S(r): this warp's sums of x - K and (x - K)^2 over its threads' columns of row r, added to the
@@ -160,6 +168,37 @@ __device__ __forceinline__ float2 row_moments(const float2* part_r, const unsign
   return make_float2((float)((double)K + mean_k), (float)(1.0 / sqrt(var + (double)eps)));
 }
 
+// Row r's statistics for this warp. The CTA's first warp to get here claims the row, waits for
+// the grid and merges (row_moments); the other warps wait on the CTA's slot in shared memory. A
+// warp reaches N(r + 2), which reuses the slot, only after count[r + 2] is complete, so after
+// every warp of this CTA finished S(r + 2) and with it N(r): no warp still reads row r's slot.
+__device__ __forceinline__ float2 cta_row_moments(RowStat* rs, int r, const float2* part_r, const unsigned* count_r,
+                                                  unsigned target, int H, double d, float K, float eps) {
+  const int lane = threadIdx.x & 31;
+  volatile RowStat* v = rs;
+  int merge = 0;
+  if (lane == 0) merge = v->ready != r && atomicMax(&rs->claim, r) < r;
+  merge = __shfl_sync(0xffffffffu, merge, 0);
+  if (merge) {
+    const float2 ms = row_moments(part_r, count_r, target, H, d, K, eps);
+    if (lane == 0) {
+      v->mean = ms.x;
+      v->rstd = ms.y;
+      __threadfence_block();  // the statistics land before the slot says so
+      v->ready = r;
+    }
+    return ms;
+  }
+  float mean = 0.f, rstd = 0.f;
+  if (lane == 0) {
+    while (v->ready != r) __nanosleep(20);
+    __threadfence_block();
+    mean = v->mean;
+    rstd = v->rstd;
+  }
+  return make_float2(__shfl_sync(0xffffffffu, mean, 0), __shfl_sync(0xffffffffu, rstd, 0));
+}
+
 __device__ __forceinline__ float4 norm4(float4 a, float4 u, float4 c, float mean, float rstd) {
   return make_float4((a.x - mean) * rstd * u.x + c.x, (a.y - mean) * rstd * u.y + c.y,
                      (a.z - mean) * rstd * u.z + c.z, (a.w - mean) * rstd * u.w + c.w);
@@ -171,11 +210,11 @@ __device__ __forceinline__ float4 norm4(float4 a, float4 u, float4 c, float mean
 __device__ __forceinline__ void row_normalize(const float* x, float* y, int r, int64_t d, int64_t c0, int n4,
                                               const float4 (&held)[HOLD], const float4* wbs, const float4 (&wr)[PER4 - PER4S],
                                               const float4 (&br)[PER4 - PER4S], const float2* part, const unsigned* count,
-                                              unsigned target, int H, float eps) {
+                                              unsigned target, int H, float eps, RowStat* rs) {
   const int tid = threadIdx.x;
   const float* xr = x + (int64_t)r * d;
   const float K = __ldcg(xr);
-  const float2 ms = row_moments(part + (int64_t)r * H, count + r, target, H, (double)d, K, eps);
+  const float2 ms = cta_row_moments(rs + (r & 1), r, part + (int64_t)r * H, count + r, target, H, (double)d, K, eps);
   const float mean = ms.x, rstd = ms.y;
   const float4* x4 = reinterpret_cast<const float4*>(xr + c0);
   float4* y4 = reinterpret_cast<float4*>(y + (int64_t)r * d + c0);
@@ -217,6 +256,7 @@ ln_wb_resident(const float* __restrict__ x, const float* __restrict__ w, const f
                int64_t d, unsigned target, float eps) {
   extern __shared__ __align__(128) float4 wbs[];  // [0, SH4): weight, [SH4, 2 SH4): bias
   __shared__ Slot slots[2];  // by row parity
+  __shared__ RowStat rowstat[2];  // by row parity
   __shared__ alignas(8) unsigned long long bar;
   const int H = gridDim.x, j = blockIdx.x, tid = threadIdx.x;
   const int64_t c0 = (int64_t)j * SLICE;
@@ -225,6 +265,7 @@ ln_wb_resident(const float* __restrict__ x, const float* __restrict__ w, const f
   const int ls = len < SHARED_COLS ? len : SHARED_COLS;
   const unsigned mb = smem_addr(&bar);
   if (tid < 2) slots[tid] = Slot{0.f, 0.f, 0u};
+  if (tid < 2) rowstat[tid] = RowStat{0.f, 0.f, -1, -1};
   if (tid == 0) {
     asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;\n" ::"r"(mb) : "memory");
     asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
@@ -254,14 +295,14 @@ ln_wb_resident(const float* __restrict__ x, const float* __restrict__ w, const f
       row_stats(reinterpret_cast<const float4*>(xn + c0), n4, __ldcg(xn), hb, &slots[(r + 1) & 1],
                 part + (int64_t)(r + 1) * H + j, count + r + 1);
     }
-    row_normalize(x, y, r, d, c0, n4, ha, wbs, wr, br, part, count, target, H, eps);
+    row_normalize(x, y, r, d, c0, n4, ha, wbs, wr, br, part, count, target, H, eps, rowstat);
     if (r + 1 >= rows) break;
     if (r + 2 < rows) {
       const float* xn = x + (int64_t)(r + 2) * d;
       row_stats(reinterpret_cast<const float4*>(xn + c0), n4, __ldcg(xn), ha, &slots[r & 1],
                 part + (int64_t)(r + 2) * H + j, count + r + 2);
     }
-    row_normalize(x, y, r + 1, d, c0, n4, hb, wbs, wr, br, part, count, target, H, eps);
+    row_normalize(x, y, r + 1, d, c0, n4, hb, wbs, wr, br, part, count, target, H, eps, rowstat);
   }
 }
 // KERNEL_END
@@ -308,7 +349,7 @@ bool layer_norm_resident(torch::Tensor x, torch::Tensor w, torch::Tensor b, torc
 """
 
 _ext = load_inline(
-    name="corpus_kb40_layernorm_wb_resident_merge",
+    name="corpus_kb40_layernorm_wb_resident_relay",
     cpp_sources="bool layer_norm_resident(torch::Tensor x, torch::Tensor w, torch::Tensor b, torch::Tensor y, "
     "torch::Tensor part, torch::Tensor count, int64_t rows, int64_t d, int64_t epoch, double eps);",
     cuda_sources=_CUDA,
