@@ -8,7 +8,9 @@ time right after `test_candidate_that_cheats_only_when_timed` in a verifier that
 checks; run alone, in a fresh verifier, it passed. This probe bisects that in one run: one warm
 verifier, and for each kind of predecessor check (none, a passing add, a kernel that crashes, a
 kernel that cheats only when timed, a passing add again) that check followed by three checks of
-the 1M-element add, with each check's median, p10 and p90 and the wall time between checks.
+the 1M-element add, with each check's median, p10 and p90, how many of its timed calls the host
+was still enqueuing when the GPU reached their start event (``Timing.late_calls``, added after
+the twenty-third session's probe found the long tail back), and the wall time between checks.
 Prints a table and writes JSON to ``--out``.
 """
 
@@ -74,11 +76,13 @@ def main(argv: list[str] | None = None) -> int:
                 v = verifier.check(task, ADD)
                 rows.append(_row(label, f"add {k + 1}", v, time.monotonic() - last))
                 last = time.monotonic()
-    print(f"{'after':24s} {'check':12s} {'verdict':14s} {'median ms':>10s} {'p10':>8s} {'p90':>8s}")
+    cols = f"{'median ms':>10s} {'p10':>8s} {'p90':>8s} {'late':>10s}"
+    print(f"{'after':24s} {'check':12s} {'verdict':14s} {cols}")
     for r in rows:
         t = [_ms(r[k]) for k in ("median_ms", "p10_ms", "p90_ms")]
         head = f"{r['after']:24s} {r['check']:12s} {r['verdict']:14s}"
-        print(f"{head} {t[0]:>10s} {t[1]:>8s} {t[2]:>8s}")
+        late = f"{r['late_calls']}/{r['reps']}" if r["late_calls"] is not None else "-"
+        print(f"{head} {t[0]:>10s} {t[1]:>8s} {t[2]:>8s} {late:>10s}")
     args.out.write_text(json.dumps({"n": args.n, "rows": rows}, indent=1) + "\n")
     print(f"wrote {args.out}")
     return 0
@@ -98,6 +102,7 @@ def _row(after: str, check: str, v, seconds: float) -> dict:
         "p10_ms": t.p10_ms if t else None,
         "p90_ms": t.p90_ms if t else None,
         "reps": t.reps if t else None,
+        "late_calls": t.late_calls if t else None,  # enqueued after the GPU's head start
         "seconds": round(seconds, 2),
     }
 

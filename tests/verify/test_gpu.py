@@ -161,6 +161,28 @@ def test_timing_is_stable_across_checks(cuda_verifier, add_task):
     assert max(medians) / min(medians) - 1 < 0.25, timings
 
 
+def test_a_forward_slow_on_the_host_is_counted_late():
+    """``Timing.late_calls`` on the GPU: a forward that sleeps 1 ms on the host before its
+    launch outlasts the ~0.15 ms head start (spin and flush) on every timed call; the same add
+    without the sleep is enqueued in time on most of them."""
+    import time
+
+    import torch
+
+    from upskills.verify.timing import time_cuda
+
+    x = torch.zeros(1 << 20, device="cuda")
+
+    def slow() -> torch.Tensor:
+        time.sleep(0.001)
+        return x.add_(1)
+
+    late, _ = time_cuda(slow, target_s=0.05, max_reps=40)
+    fast, _ = time_cuda(lambda: x.add_(1), target_s=0.05, max_reps=40)
+    assert late.late_calls == late.reps, late
+    assert fast.late_calls is not None and fast.late_calls <= fast.reps // 2, fast
+
+
 def test_no_timing_option(cuda_verifier, add_task):
     from upskills.verify import CheckOptions
 

@@ -89,6 +89,60 @@ def test_time_cuda_refuses_an_unknown_flush_before_touching_the_gpu():
         time_cuda(lambda: None, flush_mode="none")  # type: ignore[arg-type]
 
 
+class _StandInEvent:
+    """A CUDA event on a stand-in GPU clock: a call's head, start and end events are recorded
+    in that order at 0, ``HEAD`` and ``HEAD + 1`` ms, whatever the host does meanwhile."""
+
+    HEAD = 50.0
+    recorded = 0
+
+    def __init__(self, enable_timing: bool = False) -> None:
+        self.at = 0.0
+
+    def record(self, stream: object = None) -> None:
+        self.at = (0.0, self.HEAD, self.HEAD + 1.0)[_StandInEvent.recorded % 3]
+        _StandInEvent.recorded += 1
+
+    def elapsed_time(self, other: _StandInEvent) -> float:
+        return other.at - self.at
+
+
+def test_a_call_the_host_enqueues_after_the_gpus_head_start_is_counted_late(monkeypatch):
+    """The lateness of a timed call: the host's time from the head start to forward's return,
+    less the GPU's time from the head start to the start event (stand-in events with a 50 ms
+    head start). A forward that returns at once is early; one that sleeps 80 ms first is late
+    by about 30 ms."""
+    import time
+
+    import torch
+
+    from upskills.verify import timing
+
+    monkeypatch.setattr(torch.cuda, "Event", _StandInEvent)
+    monkeypatch.setattr(torch.cuda, "current_stream", lambda: None)
+    monkeypatch.setattr(torch.cuda, "synchronize", lambda: None)
+    monkeypatch.setattr(torch.cuda, "_sleep", lambda cycles: None, raising=False)
+    flushed: list[int] = []
+    _StandInEvent.recorded = 0
+    ms, out, late = timing._timed_call(lambda: "fast", lambda: flushed.append(1))  # pyright: ignore[reportPrivateUsage]
+    assert (ms, out, flushed) == (1.0, "fast", [1])
+    assert -50.0 < late < -40.0  # the host needed well under 10 ms of the 50
+
+    def slow() -> str:
+        time.sleep(0.08)
+        return "slow"
+
+    ms, out, late = timing._timed_call(slow, lambda: flushed.append(2))  # pyright: ignore[reportPrivateUsage]
+    assert (ms, out) == (1.0, "slow")
+    assert 29.0 < late < 80.0
+
+
+def test_late_calls_is_optional_in_a_recorded_timing():
+    old = {"median_ms": 1.0, "p10_ms": 1.0, "p90_ms": 1.0, "mean_ms": 1.0, "reps": 5, "spread": 0}
+    assert Timing.model_validate(old).late_calls is None  # every verdict before it was counted
+    assert Timing.model_validate({**old, "late_calls": 3}).late_calls == 3
+
+
 def test_user_cache_roundtrip(tmp_path, monkeypatch):
     monkeypatch.setenv("UPSKILLS_CACHE_DIR", str(tmp_path))
     assert user_cache_path() == tmp_path / "baselines.json"

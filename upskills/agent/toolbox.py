@@ -109,6 +109,8 @@ def summarize_verdict(verdict: Verdict) -> str:
     if verdict.timing_status == "measured" and verdict.timing is not None:
         t = verdict.timing
         line = f"timing: {t.median_ms:.4f} ms median (spread {t.spread:.2f})"
+        if t.late_calls:
+            line += f" ({t.late_calls} of {t.reps} calls enqueued after the GPU's head start)"
         for base, speedup in (
             ("eager", verdict.speedup_eager),
             ("compile", verdict.speedup_compile),

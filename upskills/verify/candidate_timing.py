@@ -199,7 +199,7 @@ class TimingRequests:
 
         try:
             with torch.no_grad():
-                _, last = time_cuda(
+                timed, last = time_cuda(
                     lambda: self._forward(work),
                     before_each=load,
                     keep_last=1 if req.keep_at else keep,
@@ -228,6 +228,7 @@ class TimingRequests:
             launches=self.watch.counter.state.launches - before,
             library_changes=self.watch.library_changes(),
             fingerprints=_to_lists(prints),
+            late_calls=timed.late_calls,
         )
 
     def bulk(self, req: Bulk) -> BulkDone:

@@ -322,6 +322,9 @@ class TimeDone(_Message):
     library_changes: list[str] = Field(default_factory=list)
     fingerprints: list[list[float]] = Field(default_factory=list[list[float]])
     """With ``TimeRun.fingerprint_seed``: one list per timed call, one value per output tensor."""
+    late_calls: int | None = None
+    """Timed calls the host was still enqueuing when the GPU reached their start event
+    (``Timing.late_calls``; the candidate's process says so: a diagnostic only)."""
 
 
 class BulkDone(_Message):

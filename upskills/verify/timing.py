@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import math
 import statistics
+import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -85,6 +86,7 @@ def time_cuda(
     max_reps: int = 2000,
     times_out: list[float] | None = None,
     after_each: Callable[[Any], None] | None = None,
+    slack_out: list[float] | None = None,
 ) -> tuple[Timing, list[tuple[Any, Any]]]:
     """Time ``fn()`` on the current CUDA device.
 
@@ -108,6 +110,10 @@ def time_cuda(
         max_reps: At most this many timed calls.
         times_out: When given, each timed call's time (ms) is appended to it.
         after_each: Called (untimed) with each timed call's output, right after it returns.
+        slack_out: When given, each timed call's host lateness (ms) is appended to it: the
+            host's time from the head start's enqueue to forward's return, less the GPU's time
+            from the head start to the start event. Above 0, the forward was still being
+            enqueued when the GPU reached the start event (``Timing.late_calls`` counts them).
 
     Returns:
         ``(timing, last)``: the statistics and ``(tag, output)`` of the last ``keep_last``
@@ -126,14 +132,16 @@ def time_cuda(
         do_flush = lambda: torch.amax(flush, out=sink)  # noqa: E731
     last: list[tuple[Any, Any]] = []
     calls = 0
+    slack: list[float] = []
 
     def one() -> float:
         nonlocal calls
         tag = before_each(calls) if before_each is not None else None
         calls += 1
-        ms, out = _timed_call(fn, do_flush)
+        ms, out, late_ms = _timed_call(fn, do_flush)
         last.append((tag, out))
         del last[:-keep_last]
+        slack.append(late_ms)
         return ms
 
     torch.cuda.synchronize()
@@ -145,6 +153,7 @@ def time_cuda(
     )
     chosen = set(kept_calls(keep_at, reps))
     times: list[float] = []
+    del slack[:]  # the timed calls' only
     for i in range(reps):
         times.append(one())
         if after_each is not None:
@@ -155,7 +164,10 @@ def time_cuda(
         last = []
     if times_out is not None:
         times_out.extend(times)
-    return summarize(times).model_copy(update={"flush": flush_mode}), last
+    if slack_out is not None:
+        slack_out.extend(slack)
+    late = sum(1 for ms in slack if ms > 0)
+    return summarize(times).model_copy(update={"flush": flush_mode, "late_calls": late}), last
 
 
 def kept_calls(keep_at: Sequence[float], reps: int) -> list[int]:
@@ -163,19 +175,29 @@ def kept_calls(keep_at: Sequence[float], reps: int) -> list[int]:
     return sorted({min(reps - 1, max(0, int(f * reps))) for f in keep_at})
 
 
-def _timed_call(fn: Callable[[], Any], flush: Callable[[], Any]) -> tuple[float, Any]:
+def _timed_call(fn: Callable[[], Any], flush: Callable[[], Any]) -> tuple[float, Any, float]:
+    """``(ms, output, late_ms)`` of one timed call.
+
+    ``ms`` is its event time; ``late_ms`` how much longer the host took to enqueue it (from the
+    head start to forward's return) than the GPU took to reach its start event (``slack_out``
+    of :func:`time_cuda`).
+    """
     import torch
 
     stream = torch.cuda.current_stream()
+    head = torch.cuda.Event(enable_timing=True)
     start = torch.cuda.Event(enable_timing=True)
     end = torch.cuda.Event(enable_timing=True)
     # torch's spin kernel (private, present since torch 1.x): absent, the call is timed as before
     spin: Callable[[int], None] | None = getattr(torch.cuda, "_sleep", None)
+    t0 = time.perf_counter()
+    head.record(stream)
     if HOST_CUSHION_CYCLES and spin is not None:
         spin(HOST_CUSHION_CYCLES)
     flush()
     start.record(stream)
     out = fn()
+    host_ms = (time.perf_counter() - t0) * 1000.0
     end.record(stream)
     torch.cuda.synchronize()
-    return float(start.elapsed_time(end)), out
+    return float(start.elapsed_time(end)), out, host_ms - float(head.elapsed_time(start))

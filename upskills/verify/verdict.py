@@ -121,6 +121,12 @@ class Timing(BaseModel):
     replays when the calls were host-bound), beside the events' median; None for baselines."""
     flush: FlushMode = "write"
     """How L2 was flushed before each timed call (:data:`FlushMode`)."""
+    late_calls: int | None = None
+    """Timed calls whose forward the host was still enqueuing when the GPU reached the start
+    event (host time from the head start's enqueue to forward's return, longer than the GPU's
+    head start): a host delay may be in their time. An upper bound (a GPU still behind on
+    earlier work counts too), from the process that ran the calls: a diagnostic, not used in any
+    decision. None where not recorded."""
 
 
 class Verdict(BaseModel):
