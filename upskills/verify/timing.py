@@ -86,7 +86,6 @@ def time_cuda(
     max_reps: int = 2000,
     times_out: list[float] | None = None,
     after_each: Callable[[Any], None] | None = None,
-    slack_out: list[float] | None = None,
 ) -> tuple[Timing, list[tuple[Any, Any]]]:
     """Time ``fn()`` on the current CUDA device.
 
@@ -110,15 +109,12 @@ def time_cuda(
         max_reps: At most this many timed calls.
         times_out: When given, each timed call's time (ms) is appended to it.
         after_each: Called (untimed) with each timed call's output, right after it returns.
-        slack_out: When given, each timed call's host lateness (ms) is appended to it: the
-            host's time from the head start's enqueue to forward's return, less the GPU's time
-            from the head start to the start event. Above 0, the forward was still being
-            enqueued when the GPU reached the start event (``Timing.late_calls`` counts them).
 
     Returns:
-        ``(timing, last)``: the statistics and ``(tag, output)`` of the last ``keep_last``
-        timed calls (none with ``keep_at``), so the caller can check the timed calls computed
-        the right thing.
+        ``(timing, last)``: the statistics (``late_calls``: the timed calls whose forward was
+        still being enqueued when the GPU reached their start event) and ``(tag, output)`` of
+        the last ``keep_last`` timed calls (none with ``keep_at``), so the caller can check the
+        timed calls computed the right thing.
     """
     if flush_mode not in ("write", "read"):
         raise ValueError(f"flush_mode is 'write' or 'read', not {flush_mode!r}")
@@ -164,8 +160,6 @@ def time_cuda(
         last = []
     if times_out is not None:
         times_out.extend(times)
-    if slack_out is not None:
-        slack_out.extend(slack)
     late = sum(1 for ms in slack if ms > 0)
     return summarize(times).model_copy(update={"flush": flush_mode, "late_calls": late}), last
 
@@ -179,8 +173,9 @@ def _timed_call(fn: Callable[[], Any], flush: Callable[[], Any]) -> tuple[float,
     """``(ms, output, late_ms)`` of one timed call.
 
     ``ms`` is its event time; ``late_ms`` how much longer the host took to enqueue it (from the
-    head start to forward's return) than the GPU took to reach its start event (``slack_out``
-    of :func:`time_cuda`).
+    head-start event's enqueue to forward's return) than the GPU took from that event to the
+    start event. Above 0, the forward was still being enqueued when the GPU reached the start
+    event, and a host delay may be in ``ms``.
     """
     import torch
 
