@@ -137,6 +137,40 @@ def test_a_call_the_host_enqueues_after_the_gpus_head_start_is_counted_late(monk
     assert 29.0 < late < 80.0
 
 
+def test_time_cuda_counts_only_the_timed_calls_that_were_late(monkeypatch):
+    """The whole timing loop on stand-in events (no GPU here): warm-up and estimate calls are
+    not counted; a forward that sleeps past the 50 ms stand-in head start on every other timed
+    call is late on exactly those, and the output of each call is still returned."""
+    import time
+
+    import torch
+
+    from upskills.verify import timing
+
+    real_ones, real_empty = torch.ones, torch.empty
+    monkeypatch.setattr(torch, "ones", lambda *a, **k: real_ones(*a, **{**k, "device": "cpu"}))
+    monkeypatch.setattr(torch, "empty", lambda *a, **k: real_empty(*a, **{**k, "device": "cpu"}))
+    monkeypatch.setattr(torch.cuda, "Event", _StandInEvent)
+    monkeypatch.setattr(torch.cuda, "current_stream", lambda: None)
+    monkeypatch.setattr(torch.cuda, "synchronize", lambda: None)
+    monkeypatch.setattr(torch.cuda, "_sleep", lambda cycles: None, raising=False)
+    _StandInEvent.recorded = 0
+    calls: list[int] = []
+
+    def forward() -> int:
+        calls.append(1)
+        # a warm-up call (2), then timed calls 1, 3 and 5 (calls 7, 9, 11: after 3 warm-up, 3
+        # estimate calls)
+        if len(calls) == 2 or (len(calls) > 6 and len(calls) % 2):
+            time.sleep(0.06)
+        return len(calls)
+
+    t, last = timing.time_cuda(forward, flush_bytes=64, max_reps=6, target_s=1.0)
+    assert t.reps == 6 and t.median_ms == 1.0
+    assert t.late_calls == 3
+    assert last == [(None, 12)]
+
+
 def test_late_calls_is_optional_in_a_recorded_timing():
     old = {"median_ms": 1.0, "p10_ms": 1.0, "p90_ms": 1.0, "mean_ms": 1.0, "reps": 5, "spread": 0}
     assert Timing.model_validate(old).late_calls is None  # every verdict before it was counted
