@@ -70,6 +70,9 @@ HEADER = "import torch\nimport torch.nn as nn\nimport torch.nn.functional as F\n
         ("import sys\nsys.meta_path.insert(0, object())\n", "(e) import hooks"),
         ("from sys import path_hooks\n", "(e) import hooks"),
         ("def f(fr):\n    return fr.f_back.f_locals\n", "(e) walking stack frames"),
+        # found in the twenty-third session's review: both passed the check before
+        ("def f(fr):\n    return getattr(fr, 'f_back')\n", "(e) walking stack frames"),
+        ("from traceback import walk_stack\nx = list(walk_stack(None))\n", "(e) walking stack"),
         (
             "import operator\nf = operator.attrgetter('__traceback__.tb_frame')\n",
             "(e) walking stack frames",

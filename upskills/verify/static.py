@@ -81,6 +81,8 @@ TIMING_ATTRIBUTES = {
     "sys._getframe": "(e) walking stack frames can reach the reference's output",
     "inspect.stack": "(e) walking stack frames can reach the reference's output",
     "inspect.currentframe": "(e) walking stack frames can reach the reference's output",
+    "traceback.walk_stack": "(e) walking stack frames can reach the reference's output",
+    "traceback.walk_tb": "(e) walking stack frames can reach the reference's output",
     "inspect.getattr_static": "(e) getattr by another name hides what it reaches",
     "torch._C._get_dispatch_mode": "(b) the candidate must not detect the op recorder",
     "torch.set_default_dtype": "(b) the default dtype belongs to the judge",
@@ -468,6 +470,10 @@ class _GuardVisitor(ast.NodeVisitor):
             key = node.args[1]
             if isinstance(key, ast.Constant) and isinstance(key.value, str):
                 root = self._resolve(node.args[0])
+                if key.value in FRAME_ATTRIBUTES:  # getattr(frame, "f_back") on any object
+                    self._flag(
+                        node, f"(e) walking stack frames can reach the reference: {key.value!r}"
+                    )
                 if root is not None:
                     self._check_name(node, f"{root}.{key.value}")
                     if key.value.startswith("_") or key.value in CONVERSION_METHODS:
