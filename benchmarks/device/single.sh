@@ -30,7 +30,8 @@
 #                    from the committed ablation cache (carry .kb) -> $OUT/ablations.jsonl
 #   TESTS=1          the GPU test suite (-m gpu): untimed tests with 8 xdist workers, then the
 #                    tests that need a timed verdict one at a time -> $OUT/gpu_tests.log
-#   TESTS="a b"      only these test ids, one at a time
+#   TESTS="a b"      only these test ids, one at a time (words: no brackets or quotes; to pick
+#                    parametrised ids, TESTS_K="expr" adds pytest -k "expr")
 #   SESSIONS=tmp     first unpack the sessions that earlier calls' rounds judged on this machine
 # Carry: .whl, and .kb / .corpus-cache where a stage needs them.
 # Usage: bash benchmarks/device/single.sh [BUDGET_S]
@@ -172,7 +173,7 @@ if [ "${TESTS:-}" = 1 ]; then
 elif [ -n "${TESTS:-}" ]; then
   # shellcheck disable=SC2086
   timeout -s INT -k 20 "$(left 20)" python3 -m pytest -m gpu -rfEs -p no:benchmark -p no:cacheprovider \
-    -p no:xdist --timeout=150 $TESTS > "$OUT/gpu_tests.log" 2>&1
+    -p no:xdist --timeout=150 $TESTS ${TESTS_K:+-k "$TESTS_K"} > "$OUT/gpu_tests.log" 2>&1
   echo "pytest exit $?" >> "$OUT/gpu_tests.log"
 fi
 if [ -n "${TESTS:-}" ]; then
