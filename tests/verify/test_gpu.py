@@ -162,9 +162,9 @@ def test_timing_is_stable_across_checks(cuda_verifier, add_task):
 
 
 def test_a_forward_slow_on_the_host_is_counted_late():
-    """``Timing.late_calls`` on the GPU: a forward that sleeps 1 ms on the host before its
-    launch outlasts the ~0.15 ms head start (spin and flush) on every timed call; the same add
-    without the sleep is enqueued in time on most of them."""
+    """``Timing.late_calls`` on the GPU: a forward that sleeps 3 ms on the host before its
+    launch outlasts even the largest head start (~0.8 ms of spin, and the flush) on every timed
+    call; the same add without the sleep is enqueued in time on most of them."""
     import time
 
     import torch
@@ -174,13 +174,36 @@ def test_a_forward_slow_on_the_host_is_counted_late():
     x = torch.zeros(1 << 20, device="cuda")
 
     def slow() -> torch.Tensor:
-        time.sleep(0.001)
+        time.sleep(0.003)
         return x.add_(1)
 
     late, _ = time_cuda(slow, target_s=0.05, max_reps=40)
     fast, _ = time_cuda(lambda: x.add_(1), target_s=0.05, max_reps=40)
     assert late.late_calls == late.reps, late
     assert fast.late_calls is not None and fast.late_calls <= fast.reps // 2, fast
+
+
+def test_a_host_slower_than_the_first_head_start_is_not_timed_after_a_few_calls():
+    """A forward that sleeps 0.3 ms on the host before its launch: longer than the first head
+    start (~0.1 ms of spin and the flush), shorter than the head start after two doublings. It
+    is late on its first timed calls only, and its median is the add's own GPU time, timed side
+    by side with the plain add; with a fixed head start it was the host's ~0.1 ms too."""
+    import time
+
+    import torch
+
+    from upskills.verify.timing import time_cuda
+
+    x = torch.zeros(1 << 20, device="cuda")
+
+    def slow() -> torch.Tensor:
+        time.sleep(0.0003)
+        return x.add_(1)
+
+    fast, _ = time_cuda(lambda: x.add_(1), target_s=0.05, max_reps=200)
+    late, _ = time_cuda(slow, target_s=0.05, max_reps=200)
+    assert late.late_calls is not None and late.late_calls <= late.reps // 4, late
+    assert late.median_ms <= 1.5 * fast.median_ms + 0.002, (late, fast)
 
 
 def test_no_timing_option(cuda_verifier, add_task):

@@ -171,6 +171,44 @@ def test_time_cuda_counts_only_the_timed_calls_that_were_late(monkeypatch):
     assert last == [(None, 12)]
 
 
+def test_a_late_timed_call_doubles_the_head_start_of_the_calls_after_it(monkeypatch):
+    """The head start each call is given (the stand-in spin records it): a late warm-up call
+    leaves it alone; each late timed call doubles it for the next calls, up to the cap; a call
+    on time leaves it where it is."""
+    import time
+
+    import torch
+
+    from upskills.verify import timing
+
+    real_ones, real_empty = torch.ones, torch.empty
+    monkeypatch.setattr(torch, "ones", lambda *a, **k: real_ones(*a, **{**k, "device": "cpu"}))
+    monkeypatch.setattr(torch, "empty", lambda *a, **k: real_empty(*a, **{**k, "device": "cpu"}))
+    monkeypatch.setattr(torch.cuda, "Event", _StandInEvent)
+    monkeypatch.setattr(torch.cuda, "current_stream", lambda: None)
+    monkeypatch.setattr(torch.cuda, "synchronize", lambda: None)
+    spins: list[int] = []
+    monkeypatch.setattr(torch.cuda, "_sleep", spins.append, raising=False)
+    _StandInEvent.recorded = 0
+    calls: list[int] = []
+    # after 3 warm-up and 3 estimate calls, 8 timed calls (7-14); late: warm-up call 1 and
+    # timed calls 7, 9, 10, 11 and 12 (the stand-in head start is 50 ms, they sleep 60)
+    late_calls = {1, 7, 9, 10, 11, 12}
+
+    def forward() -> int:
+        calls.append(1)
+        if len(calls) in late_calls:
+            time.sleep(0.06)
+        return len(calls)
+
+    t, _ = timing.time_cuda(forward, flush_bytes=64, max_reps=8, target_s=1.0)
+    assert t.reps == 8 and t.late_calls == 5
+    base = timing.HOST_CUSHION_CYCLES
+    assert timing.HOST_CUSHION_MAX_CYCLES == 8 * base
+    # calls 1-7 at the base; 8 and 9 after call 7; then 4x, 8x, and 8x (the cap) from there
+    assert spins == [base] * 7 + [2 * base] * 2 + [4 * base, 8 * base, 8 * base, 8 * base, 8 * base]
+
+
 def test_late_calls_is_optional_in_a_recorded_timing():
     old = {"median_ms": 1.0, "p10_ms": 1.0, "p90_ms": 1.0, "mean_ms": 1.0, "reps": 5, "spread": 0}
     assert Timing.model_validate(old).late_calls is None  # every verdict before it was counted

@@ -1,5 +1,5 @@
-# Verified kernel for task `40_LayerNorm` (task hash 6c19ce957de04456), from trace 9ce0bcd132184c30b4f06d373120ae7a.
-# Measured: 43.47x eager, 1.73x torch.compile on NVIDIA H200.
+# Verified kernel for task `40_LayerNorm` (task hash 6c19ce957de04456), from trace 661d5adcab394f499cdc6490a74a3127.
+# Measured: 46.45x eager, 1.78x torch.compile on NVIDIA H200.
 # Check it: upskills check 40_LayerNorm scripts/40_LayerNorm_kernel.py
 import torch
 import torch.nn as nn
@@ -7,18 +7,24 @@ import triton
 import triton.language as tl
 from torch.utils.cpp_extension import load_inline
 
-# 40_LayerNorm, nineteenth session, after reading round 29. s18 (the row merged once, by the warp
-# whose increment completes it, and published as stats + flag) passed at 0.2544 ms submit, 31.8x
-# eager, against s17's 0.1937 ms: 3.8 us a row slower, with long_scoreboard 9.7 -> 16.9 and the
-# same DRAM bytes. What s18 added sits on the row's sync path (an atomic that returns, the merge,
-# a fence, then a poll and a second load in every other warp), and a row slowed by about as much
-# as that path grew: the row's sync is on the critical path. In s17 every one of the 2048 warps
-# (lane 0) polls the same count[r] line with 32 ns sleeps while 256 CTAs increment it, and every
-# warp merges the same 256 partials: one L2 slice serves all the polls of a row. One change to
-# s17: the first warp of a CTA to reach row r claims it (a shared-memory atomicMax), polls count[r]
-# and merges with s17's code and order; the CTA's other warps wait on a shared-memory slot (two,
-# by row parity) and take mean and rstd from it. Global polls and merges drop 8x; the poller's own
-# path is s17's, so the sync path does not grow. The statistics are s17's bit for bit.
+# 40_LayerNorm, twenty-first session, after reading round 30. s19 (one poller and merger per CTA
+# and row, the CTA's other warps reading mean and rstd from shared memory) passed at 0.1857 ms
+# submit, 43.5x eager, 71.5% of copy, the new final, re-checked in a later call at ratio 1.029;
+# s20 (s17 with a red.release increment and no seq_cst fence after the acquire poll) ran 0.1931
+# ms, level with s17. Round 29's s18 put two more L2 round trips on the row's sync path and lost
+# 3.8 us a row. So the sync path is on the critical path, and what costs on it is round trips
+# and contention on the row's lines, not fences. s19's path after the last CTA's sums: its
+# partial's store, a fence, the increment of count[r], the claimer's next poll of count[r]
+# (256 claimers on one line), then the merge's loads of the 256 partials: two L2 round trips
+# after the increment lands. One change to s19: no counter. A partial is one 64-bit word, its
+# two float sums, each with its lowest mantissa bit set to the call's parity, written by one
+# single-copy-atomic 64-bit store; every call writes every word once, so a word that is not this
+# call's is the last call's, of the other parity. The claimer's poll is the merge's load: all 32
+# lanes load the row's 256 words together, and the warp merges once every word shows this
+# call's parity (else it sleeps and loads again). The sums are merged in s17's order; each
+# partial is within 1 ulp of s19's (the parity bit), so the statistics match s19's to ~1e-7
+# relative, not bit for bit. (A first draft kept each sum whole beside a 32-bit call number, two
+# words a partial: nvcc put 176/240 bytes of spills on it, against s19's 16/32.)
 
 
 _CUDA = r"""
@@ -41,10 +47,19 @@ constexpr int SHARED_COLS = SH4 * 4;          // 14336 columns
 constexpr int SMEM = 2 * SHARED_COLS * 4;     // 114688 bytes: two CTAs fit an SM's 228 KiB
 
 __device__ __forceinline__ unsigned smem_addr(const void* p) { return (unsigned)__cvta_generic_to_shared(p); }
-__device__ __forceinline__ unsigned ld_acquire(const unsigned* p) {
-  unsigned v;
-  asm volatile("ld.acquire.gpu.global.u32 %0, [%1];\n" : "=r"(v) : "l"(p) : "memory");
-  return v;
+// A partial's word: its two sums, each with its lowest mantissa bit set to the call's parity, in
+// one 64-bit access (single-copy atomic): a word that shows this call's parity is this call's.
+__device__ __forceinline__ unsigned with_parity(float v, unsigned parity) {
+  return (__float_as_uint(v) & ~1u) | parity;
+}
+__device__ __forceinline__ void st_word(unsigned long long* p, float s1, float s2, unsigned parity) {
+  const unsigned long long w = ((unsigned long long)with_parity(s2, parity) << 32) | with_parity(s1, parity);
+  asm volatile("st.relaxed.gpu.global.b64 [%0], %1;\n" ::"l"(p), "l"(w) : "memory");
+}
+__device__ __forceinline__ unsigned long long ld_word(const unsigned long long* p) {
+  unsigned long long w;
+  asm volatile("ld.relaxed.gpu.global.b64 %0, [%1];\n" : "=l"(w) : "l"(p) : "memory");
+  return w;
 }
 // bytes of global memory into shared memory by TMA bulk copies of at most 32 KiB, completing on mb
 __device__ __forceinline__ void bulk_load(unsigned dst, const float* src, unsigned bytes, unsigned mb) {
@@ -77,12 +92,12 @@ struct RowStat {
 };
 
 // S(r): this warp's sums of x - K and (x - K)^2 over its threads' columns of row r, added to the
-// CTA's slot; the CTA's last warp to arrive publishes part[r * H + j] and increments count[r].
+// CTA's slot; the CTA's last warp to arrive publishes word r * H + j.
 // The first HOLD float4 columns of each thread are kept in registers for the normalize (read
 // with evict-first: L2 never sees them again); the rest stream through at L2's normal priority,
 // to be re-read from L2 by the normalize one row later.
 __device__ __forceinline__ void row_stats(const float4* x4, int n4, float K, float4 (&held)[HOLD], Slot* slot,
-                                          float2* part_rj, unsigned* count_r) {
+                                          unsigned long long* part_rj, unsigned parity) {
   const int tid = threadIdx.x;
   float s1 = 0.f, s2 = 0.f;
 #pragma unroll
@@ -124,38 +139,37 @@ __device__ __forceinline__ void row_stats(const float4* x4, int n4, float K, flo
       __threadfence_block();
       const float a = atomicExch(&slot->s1, 0.f), q = atomicExch(&slot->s2, 0.f);
       atomicExch(&slot->n, 0u);  // reset before the row is published: the slot's next row
-                                 // (r + 2) starts only after count[r] is complete
-      *part_rj = make_float2(a, q);
-      __threadfence();
-      atomicAdd(count_r, 1u);
+                                 // (r + 2) starts only after row r's partials are all in
+      st_word(part_rj, a, q, parity);
     }
   }
 }
 
-// Row r's mean and rstd, per warp: lane 0 waits until all H CTAs published, then the warp
-// merges the H partials in fp64 (every warp of every CTA in the same order: the same result).
-__device__ __forceinline__ float2 row_moments(const float2* part_r, const unsigned* count_r, unsigned target, int H,
+// Row r's mean and rstd, per warp: the warp loads the H partials' words until every one shows
+// this call's parity, then merges them in fp64 (every claimer of every CTA in the same order:
+// the same result).
+__device__ __forceinline__ float2 row_moments(const unsigned long long* part_r, unsigned parity, int H,
                                               double d, float K, float eps) {
   const int lane = threadIdx.x & 31;
-  if (lane == 0) {
-    while (ld_acquire(count_r) < target) __nanosleep(32);
-    __threadfence();
-  }
-  __syncwarp();
-  // H <= T = 256 partials (the host checks), so at most MERGE per lane: all of a lane's loads
-  // go out before the first add, one L2 round trip instead of one per partial. An index past H
-  // loads partial H - 1 (a valid address, no predicated load whose select would wait for it)
-  // and is skipped in the adds, which keep s12's order (lane, lane + 32, ...), so every warp
-  // still gets the same statistics bit for bit.
-  float2 p[MERGE];
+  // H <= T = 256 partials (the host checks), so at most MERGE per lane, all loaded together: the
+  // poll and the merge's loads are one L2 round trip. An index past H loads partial H - 1 (a
+  // valid address) and is skipped in the adds, which keep s12's order (lane, lane + 32, ...).
+  unsigned long long w[MERGE];
+  for (;;) {
 #pragma unroll
-  for (int k = 0; k < MERGE; ++k) p[k] = __ldcg(part_r + min(lane + 32 * k, H - 1));
+    for (int k = 0; k < MERGE; ++k) w[k] = ld_word(part_r + min(lane + 32 * k, H - 1));
+    bool in = true;
+#pragma unroll
+    for (int k = 0; k < MERGE; ++k) in = in && ((unsigned)w[k] & 1u) == parity && ((unsigned)(w[k] >> 32) & 1u) == parity;
+    if (__all_sync(0xffffffffu, in)) break;
+    __nanosleep(32);
+  }
   double m1 = 0.0, m2 = 0.0;
 #pragma unroll
   for (int k = 0; k < MERGE; ++k) {
     if (lane + 32 * k < H) {
-      m1 += p[k].x;
-      m2 += p[k].y;
+      m1 += __uint_as_float((unsigned)w[k]);
+      m2 += __uint_as_float((unsigned)(w[k] >> 32));
     }
   }
 #pragma unroll
@@ -170,17 +184,17 @@ __device__ __forceinline__ float2 row_moments(const float2* part_r, const unsign
 
 // Row r's statistics for this warp. The CTA's first warp to get here claims the row, waits for
 // the grid and merges (row_moments); the other warps wait on the CTA's slot in shared memory. A
-// warp reaches N(r + 2), which reuses the slot, only after count[r + 2] is complete, so after
+// warp reaches N(r + 2), which reuses the slot, only after row r + 2's partials are all in, so after
 // every warp of this CTA finished S(r + 2) and with it N(r): no warp still reads row r's slot.
-__device__ __forceinline__ float2 cta_row_moments(RowStat* rs, int r, const float2* part_r, const unsigned* count_r,
-                                                  unsigned target, int H, double d, float K, float eps) {
+__device__ __forceinline__ float2 cta_row_moments(RowStat* rs, int r, const unsigned long long* part_r,
+                                                  unsigned parity, int H, double d, float K, float eps) {
   const int lane = threadIdx.x & 31;
   volatile RowStat* v = rs;
   int merge = 0;
   if (lane == 0) merge = v->ready != r && atomicMax(&rs->claim, r) < r;
   merge = __shfl_sync(0xffffffffu, merge, 0);
   if (merge) {
-    const float2 ms = row_moments(part_r, count_r, target, H, d, K, eps);
+    const float2 ms = row_moments(part_r, parity, H, d, K, eps);
     if (lane == 0) {
       v->mean = ms.x;
       v->rstd = ms.y;
@@ -209,12 +223,12 @@ __device__ __forceinline__ float4 norm4(float4 a, float4 u, float4 c, float mean
 // (float4 columns k < PER4S) or registers.
 __device__ __forceinline__ void row_normalize(const float* x, float* y, int r, int64_t d, int64_t c0, int n4,
                                               const float4 (&held)[HOLD], const float4* wbs, const float4 (&wr)[PER4 - PER4S],
-                                              const float4 (&br)[PER4 - PER4S], const float2* part, const unsigned* count,
-                                              unsigned target, int H, float eps, RowStat* rs) {
+                                              const float4 (&br)[PER4 - PER4S], const unsigned long long* part,
+                                              unsigned parity, int H, float eps, RowStat* rs) {
   const int tid = threadIdx.x;
   const float* xr = x + (int64_t)r * d;
   const float K = __ldcg(xr);
-  const float2 ms = cta_row_moments(rs + (r & 1), r, part + (int64_t)r * H, count + r, target, H, (double)d, K, eps);
+  const float2 ms = cta_row_moments(rs + (r & 1), r, part + (int64_t)r * H, parity, H, (double)d, K, eps);
   const float mean = ms.x, rstd = ms.y;
   const float4* x4 = reinterpret_cast<const float4*>(xr + c0);
   float4* y4 = reinterpret_cast<float4*>(y + (int64_t)r * d + c0);
@@ -252,8 +266,8 @@ __device__ __forceinline__ void row_normalize(const float* x, float* y, int r, i
 // loop takes two rows a turn.
 __global__ void __launch_bounds__(T, 2)
 ln_wb_resident(const float* __restrict__ x, const float* __restrict__ w, const float* __restrict__ b,
-               float* __restrict__ y, float2* __restrict__ part, unsigned* __restrict__ count, int rows,
-               int64_t d, unsigned target, float eps) {
+               float* __restrict__ y, unsigned long long* __restrict__ part, int rows,
+               int64_t d, unsigned parity, float eps) {
   extern __shared__ __align__(128) float4 wbs[];  // [0, SH4): weight, [SH4, 2 SH4): bias
   __shared__ Slot slots[2];  // by row parity
   __shared__ RowStat rowstat[2];  // by row parity
@@ -287,34 +301,34 @@ ln_wb_resident(const float* __restrict__ x, const float* __restrict__ w, const f
   // From here on no block barrier: each warp goes through the rows at its own pace.
 
   float4 ha[HOLD], hb[HOLD];  // the held columns of even rows, of odd rows
-  row_stats(reinterpret_cast<const float4*>(x + c0), n4, __ldcg(x), ha, &slots[0], part + j, count);
+  row_stats(reinterpret_cast<const float4*>(x + c0), n4, __ldcg(x), ha, &slots[0], part + j, parity);
   mbar_wait(mb, 0);  // weight and bias are in shared memory before the first normalize
   for (int r = 0; r < rows; r += 2) {
     if (r + 1 < rows) {
       const float* xn = x + (int64_t)(r + 1) * d;
       row_stats(reinterpret_cast<const float4*>(xn + c0), n4, __ldcg(xn), hb, &slots[(r + 1) & 1],
-                part + (int64_t)(r + 1) * H + j, count + r + 1);
+                part + (int64_t)(r + 1) * H + j, parity);
     }
-    row_normalize(x, y, r, d, c0, n4, ha, wbs, wr, br, part, count, target, H, eps, rowstat);
+    row_normalize(x, y, r, d, c0, n4, ha, wbs, wr, br, part, parity, H, eps, rowstat);
     if (r + 1 >= rows) break;
     if (r + 2 < rows) {
       const float* xn = x + (int64_t)(r + 2) * d;
       row_stats(reinterpret_cast<const float4*>(xn + c0), n4, __ldcg(xn), ha, &slots[r & 1],
-                part + (int64_t)(r + 2) * H + j, count + r + 2);
+                part + (int64_t)(r + 2) * H + j, parity);
     }
-    row_normalize(x, y, r + 1, d, c0, n4, hb, wbs, wr, br, part, count, target, H, eps, rowstat);
+    row_normalize(x, y, r + 1, d, c0, n4, hb, wbs, wr, br, part, parity, H, eps, rowstat);
   }
 }
 // KERNEL_END
 
 // True if launched; false if this shape or GPU cannot hold every CTA resident with its slice.
 bool layer_norm_resident(torch::Tensor x, torch::Tensor w, torch::Tensor b, torch::Tensor y,
-                         torch::Tensor part, torch::Tensor count, int64_t rows, int64_t d,
+                         torch::Tensor part, int64_t rows, int64_t d,
                          int64_t epoch, double eps) {
   const int64_t H = (d + SLICE - 1) / SLICE;
-  if (rows <= 0 || d <= 0 || d % 4 != 0 || H > T || rows > count.numel() || rows * H > part.numel() / 2)
+  if (rows <= 0 || d <= 0 || d % 4 != 0 || H > T || rows * H > part.numel() / 2 || epoch <= 0)
     return false;
-  for (const torch::Tensor* t : {&x, &w, &b, &y, &part, &count})
+  for (const torch::Tensor* t : {&x, &w, &b, &y, &part})
     if (!t->is_cuda() || t->get_device() != x.get_device()) return false;
   if (x.scalar_type() != torch::kFloat || w.scalar_type() != torch::kFloat || b.scalar_type() != torch::kFloat)
     return false;
@@ -335,13 +349,12 @@ bool layer_norm_resident(torch::Tensor x, torch::Tensor w, torch::Tensor b, torc
   const float* wp = w.data_ptr<float>();
   const float* bp = b.data_ptr<float>();
   float* yp = y.data_ptr<float>();
-  float2* pp = reinterpret_cast<float2*>(part.data_ptr<float>());
-  unsigned* cp = reinterpret_cast<unsigned*>(count.data_ptr<int>());
+  unsigned long long* pp = reinterpret_cast<unsigned long long*>(part.data_ptr<float>());
   int rows_i = (int)rows;
   int64_t d_ = d;
-  unsigned target = (unsigned)(epoch * H);
+  unsigned parity = (unsigned)(epoch & 1);  // call 1 is odd: the zeroed words are no call's
   float eps_f = (float)eps;
-  void* args[] = {&xp, &wp, &bp, &yp, &pp, &cp, &rows_i, &d_, &target, &eps_f};
+  void* args[] = {&xp, &wp, &bp, &yp, &pp, &rows_i, &d_, &parity, &eps_f};
   C10_CUDA_CHECK(cudaLaunchCooperativeKernel((void*)k, dim3((unsigned)H), dim3(T), args, (size_t)smem,
                                              at::cuda::getCurrentCUDAStream()));
   return true;
@@ -349,9 +362,9 @@ bool layer_norm_resident(torch::Tensor x, torch::Tensor w, torch::Tensor b, torc
 """
 
 _ext = load_inline(
-    name="corpus_kb40_layernorm_wb_resident_relay",
+    name="corpus_kb40_layernorm_wb_resident_words",
     cpp_sources="bool layer_norm_resident(torch::Tensor x, torch::Tensor w, torch::Tensor b, torch::Tensor y, "
-    "torch::Tensor part, torch::Tensor count, int64_t rows, int64_t d, int64_t epoch, double eps);",
+    "torch::Tensor part, int64_t rows, int64_t d, int64_t epoch, double eps);",
     cuda_sources=_CUDA,
     functions=["layer_norm_resident"],
     extra_cuda_cflags=["-O3"],
@@ -360,13 +373,11 @@ _ext = load_inline(
 SLICE_COLS = 16384
 
 class _Resident:
-    """Per (device, rows, CTAs): the row counters (zeroed once, only ever growing),
-    the partials buffer and the number of calls made, so call k waits for k x CTAs arrivals
-    per row."""
+    """Per (device, rows, CTAs): the partials' words (zeroed once, parity 0: call 1 is odd) and
+    the number of calls made; call k waits for words of k's parity, which every call rewrites."""
 
     def __init__(self, device: torch.device, rows: int, ctas: int):
-        self.count = torch.zeros((rows,), device=device, dtype=torch.int32)
-        self.part = torch.empty((rows * ctas * 2,), device=device, dtype=torch.float32)
+        self.part = torch.zeros((rows * ctas * 2,), device=device, dtype=torch.float32)
         self.calls = 0
 
 
@@ -435,7 +446,7 @@ class ModelNew(nn.Module):
                 _STATE[key] = _Resident(x.device, rows, ctas)
             st = _STATE[key]
             st.calls += 1
-            if _ext.layer_norm_resident(x, self.ln.weight, self.ln.bias, y, st.part, st.count,
+            if _ext.layer_norm_resident(x, self.ln.weight, self.ln.bias, y, st.part,
                                         rows, n, st.calls, self.ln.eps):
                 return y
             st.calls -= 1
