@@ -24,6 +24,9 @@
 #   STABILITY=1      benchmarks/verifier_stability_probe.py: three checks of a 1M-element add after
 #                    each kind of predecessor check (pass, crash, timing-stage guard failure)
 #                    -> $OUT/stability_probe.json
+#   LNPROBE=1        benchmarks/corpus_live/ln_wait_probe.py: 40_LayerNorm's final kernel built again
+#                    with %globaltimer stamps (LNPROBE=DIR: that session's), where each CTA waits
+#                    per row -> $OUT/ln_wait_probe.json
 #   FLUSH=1          benchmarks/flush_bias.py: the same calls timed after the verifier's write
 #                    flush and after a read flush, interleaved -> $OUT/flush_bias.json
 #   ABLATE=1         upskills distill --ablate --device cuda over traces/corpus-live, resuming
@@ -130,6 +133,13 @@ if [ -n "${VBENCH:-}" ] && [ "$(left 15)" -gt 60 ]; then
   timeout -k 10 "$(left 15)" python3 benchmarks/verifier_bench.py --device cuda --repeats 5 \
     --out "$OUT/verifier_bench.json" > /tmp/verifier_bench.log 2>&1
   echo "verifier_bench exit $?"; tail -6 /tmp/verifier_bench.log
+fi
+
+if [ -n "${LNPROBE:-}" ] && [ "$(left 15)" -gt 60 ]; then
+  probe_session=(); [ "$LNPROBE" != 1 ] && probe_session=(--session "$LNPROBE")
+  timeout -k 10 "$(left 15)" python3 benchmarks/corpus_live/ln_wait_probe.py "${probe_session[@]}" \
+    --out "$OUT/ln_wait_probe.json" > /tmp/ln_wait_probe.log 2>&1
+  echo "ln wait probe exit $?"; tail -22 /tmp/ln_wait_probe.log
 fi
 
 if [ -n "${STABILITY:-}" ] && [ "$(left 15)" -gt 60 ]; then

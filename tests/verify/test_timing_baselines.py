@@ -171,10 +171,65 @@ def test_time_cuda_counts_only_the_timed_calls_that_were_late(monkeypatch):
     assert last == [(None, 12)]
 
 
-def test_a_late_timed_call_doubles_the_head_start_of_the_calls_after_it(monkeypatch):
+class _SlowableEvent(_StandInEvent):
+    """A stand-in event whose call takes 1 ms, or 1 ms more when ``slow`` is set."""
+
+    slow = False
+
+    def record(self, stream: object = None) -> None:
+        super().record(stream)
+        if _StandInEvent.recorded % 3 == 0 and _SlowableEvent.slow:  # the end event
+            self.at += 1.0
+
+
+def test_a_late_slow_timed_call_doubles_the_head_start_of_the_calls_after_it(monkeypatch):
     """The head start each call is given (the stand-in spin records it): a late warm-up call
-    leaves it alone; each late timed call doubles it for the next calls, up to the cap; a call
-    on time leaves it where it is."""
+    leaves it alone; a late timed call that took longer than 1.25x the fastest call enqueued in
+    time doubles it for the next calls, up to the cap; a late call at the usual time, or a call
+    on time, leaves it where it is."""
+    import time
+
+    import torch
+
+    from upskills.verify import timing
+
+    real_ones, real_empty = torch.ones, torch.empty
+    monkeypatch.setattr(torch, "ones", lambda *a, **k: real_ones(*a, **{**k, "device": "cpu"}))
+    monkeypatch.setattr(torch, "empty", lambda *a, **k: real_empty(*a, **{**k, "device": "cpu"}))
+    monkeypatch.setattr(torch.cuda, "Event", _SlowableEvent)
+    monkeypatch.setattr(torch.cuda, "current_stream", lambda: None)
+    monkeypatch.setattr(torch.cuda, "synchronize", lambda: None)
+    spins: list[int] = []
+    monkeypatch.setattr(torch.cuda, "_sleep", spins.append, raising=False)
+    _StandInEvent.recorded = 0
+    calls: list[int] = []
+    # after 3 warm-up and 3 estimate calls, 8 timed calls (7-14). Late (sleeping past the 50 ms
+    # stand-in head start): warm-up call 1 and timed calls 7, 8, 10, 11 and 12; of those, 8
+    # takes the usual 1 ms, the others 2 ms
+    late, slow = {1, 7, 8, 10, 11, 12}, {1, 7, 10, 11, 12}
+
+    def forward() -> int:
+        calls.append(1)
+        _SlowableEvent.slow = len(calls) in slow
+        if len(calls) in late:
+            time.sleep(0.06)
+        return len(calls)
+
+    try:
+        t, _ = timing.time_cuda(forward, flush_bytes=64, max_reps=8, target_s=1.0)
+    finally:
+        _SlowableEvent.slow = False
+    assert t.reps == 8 and t.late_calls == 5
+    base = timing.HOST_CUSHION_CYCLES
+    assert timing.HOST_CUSHION_MAX_CYCLES == 8 * base
+    # calls 1-7 at the base; 8-10 after call 7; 11 after call 10; 12-14 at the cap
+    assert spins == [base] * 7 + [2 * base] * 3 + [4 * base] + [8 * base] * 3
+
+
+def test_a_host_late_on_every_call_grows_the_head_start_until_a_call_is_in_time(monkeypatch):
+    """No call in time, so nothing to compare a late call's time with: each late timed call
+    doubles the head start (here every call sleeps past the stand-in head start, at the usual
+    time: without the rule, a host slow on every call would never be given more)."""
     import time
 
     import torch
@@ -190,23 +245,15 @@ def test_a_late_timed_call_doubles_the_head_start_of_the_calls_after_it(monkeypa
     spins: list[int] = []
     monkeypatch.setattr(torch.cuda, "_sleep", spins.append, raising=False)
     _StandInEvent.recorded = 0
-    calls: list[int] = []
-    # after 3 warm-up and 3 estimate calls, 8 timed calls (7-14); late: warm-up call 1 and
-    # timed calls 7, 9, 10, 11 and 12 (the stand-in head start is 50 ms, they sleep 60)
-    late_calls = {1, 7, 9, 10, 11, 12}
 
     def forward() -> int:
-        calls.append(1)
-        if len(calls) in late_calls:
-            time.sleep(0.06)
-        return len(calls)
+        time.sleep(0.055)
+        return 0
 
-    t, _ = timing.time_cuda(forward, flush_bytes=64, max_reps=8, target_s=1.0)
-    assert t.reps == 8 and t.late_calls == 5
+    t, _ = timing.time_cuda(forward, flush_bytes=64, max_reps=5, target_s=1.0)
+    assert t.reps == 5 and t.late_calls == 5
     base = timing.HOST_CUSHION_CYCLES
-    assert timing.HOST_CUSHION_MAX_CYCLES == 8 * base
-    # calls 1-7 at the base; 8 and 9 after call 7; then 4x, 8x, and 8x (the cap) from there
-    assert spins == [base] * 7 + [2 * base] * 2 + [4 * base, 8 * base, 8 * base, 8 * base, 8 * base]
+    assert spins == [base] * 7 + [2 * base, 4 * base, 8 * base, 8 * base]
 
 
 def test_late_calls_is_optional_in_a_recorded_timing():

@@ -1,0 +1,284 @@
+"""Where 40_LayerNorm's resident kernel waits: per CTA and row, a diagnostic build of it.
+
+Rounds 24-32 took 40_LayerNorm from 63.9% to 74.9% of copy bandwidth by shortening the row's
+sync path, and ruled out hiding latency under the wait (``docs/design/corpus.md``). The profile
+tool cannot say which CTAs wait at the top of N(r), for how long, or which CTA's partial each
+row waits for. This builds the session's final kernel again with ``%globaltimer`` stamps (it is
+not a candidate, and nothing it measures goes into a trace or a report):
+
+- per CTA: when it passed its prologue (weight and bias requested), and its SM;
+- per CTA and row: when the CTA's partial of the row was stored (its last warp's publish), and,
+  in the warp that claims the row, when the wait for the row's statistics began and ended.
+
+It times the stamped build beside the unchanged one (CUDA events, alternating calls) so the
+stamps' own cost is known, then prints per row: the last partial's publish (which CTA and SM),
+the claimers' wait (median, p90, max), the lag from the last publish to the first wait's end,
+and the period between rows.
+
+The stamps are put in by text edits at four anchors of the kernel's source; a kernel without
+them is refused with the anchor that is missing (``transform``).
+
+Usage: python benchmarks/corpus_live/ln_wait_probe.py [--session DIR] [--out FILE.json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import statistics
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+DEFAULT_SESSION = "traces/corpus-live/kb1_40_layernorm-s21"
+ROWS_MAX = 64
+CTAS_MAX = 256
+FIELDS = 4  # per CTA and row: wait start, wait end, publish, (unused)
+
+_DEVICE = f"""
+__device__ unsigned long long g_stamp[{CTAS_MAX} * {ROWS_MAX} * {FIELDS} + 2 * {CTAS_MAX}];
+__device__ unsigned long long* g_part0;
+__device__ __forceinline__ unsigned long long probe_now() {{
+  unsigned long long t;
+  asm volatile("mov.u64 %0, %globaltimer;" : "=l"(t));
+  return t;
+}}
+__device__ __forceinline__ unsigned long long* probe_at(int cta, int row, int field) {{
+  return g_stamp + ((size_t)cta * {ROWS_MAX} + row) * {FIELDS} + field;
+}}
+"""
+
+_HOST = f"""
+torch::Tensor probe_read() {{
+  auto out = torch::empty({{(int64_t)({CTAS_MAX} * {ROWS_MAX} * {FIELDS} + 2 * {CTAS_MAX})}},
+                          torch::dtype(torch::kInt64));
+  C10_CUDA_CHECK(cudaMemcpyFromSymbol(out.data_ptr(), g_stamp, sizeof(g_stamp)));
+  return out;
+}}
+void probe_reset(torch::Tensor part) {{
+  unsigned long long* p = reinterpret_cast<unsigned long long*>(part.data_ptr());
+  C10_CUDA_CHECK(cudaMemcpyToSymbol(g_part0, &p, sizeof(p)));
+  void* stamps = nullptr;
+  C10_CUDA_CHECK(cudaGetSymbolAddress(&stamps, g_stamp));
+  C10_CUDA_CHECK(cudaMemset(stamps, 0, sizeof(g_stamp)));
+  C10_CUDA_CHECK(cudaDeviceSynchronize());
+}}
+"""
+
+# (anchor, text put after it): each anchor must occur exactly once in the kernel's source
+_EDITS: list[tuple[str, str]] = [
+    ("// KERNEL_BEGIN\n", _DEVICE),
+    (
+        "  // From here on no block barrier: each warp goes through the rows at its own pace.\n",
+        f"  if (tid == 0) {{\n"
+        f"    unsigned sm;\n"
+        f'    asm volatile("mov.u32 %0, %smid;" : "=r"(sm));\n'
+        f"    g_stamp[{CTAS_MAX} * {ROWS_MAX} * {FIELDS} + 2 * j] = probe_now();\n"
+        f"    g_stamp[{CTAS_MAX} * {ROWS_MAX} * {FIELDS} + 2 * j + 1] = sm;\n"
+        f"  }}\n",
+    ),
+    (
+        "      st_word(part_rj, a, q, parity);\n",
+        "      {\n"
+        "        const long long w = part_rj - g_part0;\n"
+        "        const int pr = (int)(w / gridDim.x), pj = (int)(w % gridDim.x);\n"
+        f"        if (pr < {ROWS_MAX}) *probe_at(pj, pr, 2) = probe_now();\n"
+        "      }\n",
+    ),
+]
+# the claimer's merge, wrapped in two stamps (a replacement, not an insertion)
+_MERGE = "    const float2 ms = row_moments(part_r, parity, H, d, K, eps);\n"
+_MERGE_STAMPED = (
+    "    const unsigned long long probe_t0 = probe_now();\n"
+    + _MERGE
+    + f"    if (lane == 0 && r < {ROWS_MAX}) {{\n"
+    "      *probe_at(blockIdx.x, r, 0) = probe_t0;\n"
+    "      *probe_at(blockIdx.x, r, 1) = probe_now();\n"
+    "    }\n"
+)
+
+
+class ProbeError(ValueError):
+    """The kernel's source lacks an anchor the stamps are put in at."""
+
+
+def transform(source: str) -> str:
+    """The candidate module's source with the stamps and the two probe functions added, built
+    under its own extension name (so it never shares a build with the unchanged kernel)."""
+    out = source
+    for anchor, text in _EDITS:
+        if out.count(anchor) != 1:
+            found = out.count(anchor)
+            raise ProbeError(f"anchor found {found} times, not once: {anchor.strip()!r}")
+        out = out.replace(anchor, anchor + text)
+    if out.count(_MERGE) != 1:
+        raise ProbeError(f"anchor found {out.count(_MERGE)} times, not once: {_MERGE.strip()!r}")
+    out = out.replace(_MERGE, _MERGE_STAMPED)
+    end = '"""\n\n_ext = load_inline('
+    if out.count(end) != 1:
+        raise ProbeError("the CUDA source's end before `_ext = load_inline(` was not found")
+    out = out.replace(end, _HOST + end)
+    for old, new in [
+        ('name="', 'name="probe_'),
+        (
+            'cpp_sources="',
+            'cpp_sources="torch::Tensor probe_read(); void probe_reset(torch::Tensor); ',
+        ),
+        ('functions=["', 'functions=["probe_read", "probe_reset", "'),
+    ]:
+        if out.count(old) != 1:
+            raise ProbeError(f"load_inline argument not found once: {old!r}")
+        out = out.replace(old, new)
+    return out
+
+
+def analyse(stamps: list[int], ctas: int, rows: int) -> dict[str, Any]:
+    """Per row: the last publish and its CTA and SM, the claimers' waits, the lag and the period
+    (microseconds from the first CTA's prologue)."""
+    base = CTAS_MAX * ROWS_MAX * FIELDS
+    starts = [stamps[base + 2 * j] for j in range(ctas)]
+    sms = [stamps[base + 2 * j + 1] for j in range(ctas)]
+    t0 = min(starts)
+    per_sm: dict[int, int] = {}
+    for sm in sms:
+        per_sm[sm] = per_sm.get(sm, 0) + 1
+
+    def at(j: int, r: int, f: int) -> int:
+        return stamps[(j * ROWS_MAX + r) * FIELDS + f]
+
+    out_rows: list[dict[str, Any]] = []
+    last_pub_prev: float | None = None
+    for r in range(min(rows, ROWS_MAX)):
+        pubs = [(at(j, r, 2), j) for j in range(ctas)]
+        last_t, last_j = max(pubs)
+        first_t = min(t for t, _ in pubs)
+        waits = [(at(j, r, 1) - at(j, r, 0)) / 1000.0 for j in range(ctas) if at(j, r, 1)]
+        ends = [at(j, r, 1) for j in range(ctas) if at(j, r, 1)]
+        ordered = sorted(waits)
+        row = {
+            "row": r,
+            "first_publish_us": round((first_t - t0) / 1000.0, 3),
+            "last_publish_us": round((last_t - t0) / 1000.0, 3),
+            "last_cta": last_j,
+            "last_sm": sms[last_j],
+            "last_sm_ctas": per_sm[sms[last_j]],
+            "claimers": len(waits),
+            "wait_median_us": round(statistics.median(ordered), 3) if ordered else None,
+            "wait_p90_us": round(ordered[int(0.9 * (len(ordered) - 1))], 3) if ordered else None,
+            "wait_max_us": round(ordered[-1], 3) if ordered else None,
+            "lag_to_first_end_us": round((min(ends) - last_t) / 1000.0, 3) if ends else None,
+            "period_us": None
+            if last_pub_prev is None
+            else round((last_t - last_pub_prev) / 1000.0, 3),
+        }
+        last_pub_prev = last_t
+        out_rows.append(row)
+    return {
+        "ctas": ctas,
+        "rows": rows,
+        "prologue_spread_us": round((max(starts) - t0) / 1000.0, 3),
+        "sms_with_two_ctas": sum(1 for n in per_sm.values() if n == 2),
+        "sms_with_one_cta": sum(1 for n in per_sm.values() if n == 1),
+        "per_row": out_rows,
+    }
+
+
+def _load(path: Path, name: str) -> Any:
+    spec = importlib.util.spec_from_file_location(name, path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def run(session: Path, reps: int = 20) -> dict[str, Any]:
+    import torch
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+    from upskills.trace import read_trace
+
+    end = read_trace(session / "trace.jsonl").end
+    if end is None or not end.best_kernel_source:
+        raise SystemExit(f"{session}: no final kernel in the trace")
+    source = end.best_kernel_source
+    work = Path(tempfile.mkdtemp(prefix="ln-wait-probe-"))
+    (work / "plain.py").write_text(source, encoding="utf-8")
+    (work / "stamped.py").write_text(transform(source), encoding="utf-8")
+    plain, stamped = _load(work / "plain.py", "ln_plain"), _load(work / "stamped.py", "ln_stamped")
+
+    # KernelBench 40_LayerNorm's shape: batch 16 of (64, 256, 256), normalized over the last three
+    shape = (64, 256, 256)
+    x = torch.randn(16, *shape, device="cuda")
+    weight = torch.randn(shape, device="cuda")
+    bias = torch.randn(shape, device="cuda")
+    models = {}
+    for label, mod in (("plain", plain), ("stamped", stamped)):
+        m = mod.ModelNew(shape).cuda()
+        with torch.no_grad():
+            m.ln.weight.copy_(weight)
+            m.ln.bias.copy_(bias)
+        models[label] = m
+    ref = torch.nn.functional.layer_norm(x, shape, weight, bias)
+    for label, m in models.items():  # warm, and both must still compute the layer norm
+        y = m(x)
+        torch.cuda.synchronize()
+        err = (y - ref).abs().max().item()
+        if err > 1e-3:
+            raise SystemExit(f"the {label} build's output is off by {err}: it probes nothing")
+    times: dict[str, list[float]] = {"plain": [], "stamped": []}
+    for _ in range(reps):  # alternating, side by side
+        for label, m in models.items():
+            a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            a.record()
+            m(x)
+            b.record()
+            torch.cuda.synchronize()
+            times[label].append(a.elapsed_time(b))
+    [(key, state)] = [(k, v) for k, v in stamped._STATE.items()]
+    rows, ctas = key[1], key[2]
+    stamped._ext.probe_reset(state.part)
+    models["stamped"](x)
+    torch.cuda.synchronize()
+    stamps = stamped._ext.probe_read().tolist()
+    result = analyse(stamps, ctas, rows)
+    result["session"] = str(session)
+    result["gpu"] = torch.cuda.get_device_name()
+    result["median_ms"] = {k: round(statistics.median(v), 4) for k, v in times.items()}
+    return result
+
+
+def print_table(result: dict[str, Any]) -> None:
+    print(
+        f"{result['session']} on {result['gpu']}: {result['ctas']} CTAs, {result['rows']} rows; "
+        f"median {result['median_ms']['plain']} ms plain, "
+        f"{result['median_ms']['stamped']} ms stamped; "
+        f"prologue spread {result['prologue_spread_us']} us; SMs with 2 CTAs "
+        f"{result['sms_with_two_ctas']}, with 1 {result['sms_with_one_cta']}"
+    )
+    cols = [
+        "row", "first_publish_us", "last_publish_us", "last_cta", "last_sm", "last_sm_ctas",
+        "wait_median_us", "wait_p90_us", "wait_max_us", "lag_to_first_end_us", "period_us",
+    ]  # fmt: skip
+    print("  ".join(cols))
+    for row in result["per_row"]:
+        print("  ".join(str(row[c]) for c in cols))
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--session", type=Path, default=Path(DEFAULT_SESSION))
+    parser.add_argument("--out", type=Path, default=None)
+    parser.add_argument("--reps", type=int, default=20)
+    args = parser.parse_args(argv)
+    result = run(args.session, args.reps)
+    print_table(result)
+    if args.out is not None:
+        args.out.write_text(json.dumps(result, indent=1) + "\n", encoding="utf-8")
+        print(f"wrote {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
