@@ -107,6 +107,24 @@ class _StandInEvent:
         return other.at - self.at
 
 
+def _stand_in_gpu(monkeypatch, event: type = _StandInEvent) -> list[int]:
+    """torch's CUDA calls that ``time_cuda`` makes, on the CPU: stand-in events, no stream or
+    synchronisation, the flush buffers on the CPU. Returns the list the stand-in spin appends
+    each head start's cycles to."""
+    import torch
+
+    real_ones, real_empty = torch.ones, torch.empty
+    monkeypatch.setattr(torch, "ones", lambda *a, **k: real_ones(*a, **{**k, "device": "cpu"}))
+    monkeypatch.setattr(torch, "empty", lambda *a, **k: real_empty(*a, **{**k, "device": "cpu"}))
+    monkeypatch.setattr(torch.cuda, "Event", event)
+    monkeypatch.setattr(torch.cuda, "current_stream", lambda: None)
+    monkeypatch.setattr(torch.cuda, "synchronize", lambda: None)
+    spins: list[int] = []
+    monkeypatch.setattr(torch.cuda, "_sleep", spins.append, raising=False)
+    _StandInEvent.recorded = 0
+    return spins
+
+
 def test_a_call_the_host_enqueues_after_the_gpus_head_start_is_counted_late(monkeypatch):
     """The lateness of a timed call: the host's time from the head start to forward's return,
     less the GPU's time from the head start to the start event (stand-in events with a 50 ms
@@ -143,18 +161,9 @@ def test_time_cuda_counts_only_the_timed_calls_that_were_late(monkeypatch):
     call is late on exactly those, and the output of each call is still returned."""
     import time
 
-    import torch
-
     from upskills.verify import timing
 
-    real_ones, real_empty = torch.ones, torch.empty
-    monkeypatch.setattr(torch, "ones", lambda *a, **k: real_ones(*a, **{**k, "device": "cpu"}))
-    monkeypatch.setattr(torch, "empty", lambda *a, **k: real_empty(*a, **{**k, "device": "cpu"}))
-    monkeypatch.setattr(torch.cuda, "Event", _StandInEvent)
-    monkeypatch.setattr(torch.cuda, "current_stream", lambda: None)
-    monkeypatch.setattr(torch.cuda, "synchronize", lambda: None)
-    monkeypatch.setattr(torch.cuda, "_sleep", lambda cycles: None, raising=False)
-    _StandInEvent.recorded = 0
+    _stand_in_gpu(monkeypatch)
     calls: list[int] = []
 
     def forward() -> int:
@@ -189,19 +198,9 @@ def test_a_late_slow_timed_call_doubles_the_head_start_of_the_calls_after_it(mon
     on time, leaves it where it is."""
     import time
 
-    import torch
-
     from upskills.verify import timing
 
-    real_ones, real_empty = torch.ones, torch.empty
-    monkeypatch.setattr(torch, "ones", lambda *a, **k: real_ones(*a, **{**k, "device": "cpu"}))
-    monkeypatch.setattr(torch, "empty", lambda *a, **k: real_empty(*a, **{**k, "device": "cpu"}))
-    monkeypatch.setattr(torch.cuda, "Event", _SlowableEvent)
-    monkeypatch.setattr(torch.cuda, "current_stream", lambda: None)
-    monkeypatch.setattr(torch.cuda, "synchronize", lambda: None)
-    spins: list[int] = []
-    monkeypatch.setattr(torch.cuda, "_sleep", spins.append, raising=False)
-    _StandInEvent.recorded = 0
+    spins = _stand_in_gpu(monkeypatch, _SlowableEvent)
     calls: list[int] = []
     # after 3 warm-up and 3 estimate calls, 8 timed calls (7-14). Late (sleeping past the 50 ms
     # stand-in head start): warm-up call 1 and timed calls 7, 8, 10, 11 and 12; of those, 8
@@ -232,19 +231,9 @@ def test_a_host_late_on_every_call_grows_the_head_start_until_a_call_is_in_time(
     time: without the rule, a host slow on every call would never be given more)."""
     import time
 
-    import torch
-
     from upskills.verify import timing
 
-    real_ones, real_empty = torch.ones, torch.empty
-    monkeypatch.setattr(torch, "ones", lambda *a, **k: real_ones(*a, **{**k, "device": "cpu"}))
-    monkeypatch.setattr(torch, "empty", lambda *a, **k: real_empty(*a, **{**k, "device": "cpu"}))
-    monkeypatch.setattr(torch.cuda, "Event", _StandInEvent)
-    monkeypatch.setattr(torch.cuda, "current_stream", lambda: None)
-    monkeypatch.setattr(torch.cuda, "synchronize", lambda: None)
-    spins: list[int] = []
-    monkeypatch.setattr(torch.cuda, "_sleep", spins.append, raising=False)
-    _StandInEvent.recorded = 0
+    spins = _stand_in_gpu(monkeypatch)
 
     def forward() -> int:
         time.sleep(0.055)
