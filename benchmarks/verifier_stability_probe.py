@@ -76,13 +76,14 @@ def main(argv: list[str] | None = None) -> int:
                 v = verifier.check(task, ADD)
                 rows.append(_row(label, f"add {k + 1}", v, time.monotonic() - last))
                 last = time.monotonic()
-    cols = f"{'median ms':>10s} {'p10':>8s} {'p90':>8s} {'late':>10s}"
+    cols = f"{'median ms':>10s} {'p10':>8s} {'p90':>8s} {'late':>10s} {'head x':>6s}"
     print(f"{'after':24s} {'check':12s} {'verdict':14s} {cols}")
     for r in rows:
         t = [_ms(r[k]) for k in ("median_ms", "p10_ms", "p90_ms")]
         head = f"{r['after']:24s} {r['check']:12s} {r['verdict']:14s}"
         late = f"{r['late_calls']}/{r['reps']}" if r["late_calls"] is not None else "-"
-        print(f"{head} {t[0]:>10s} {t[1]:>8s} {t[2]:>8s} {late:>10s}")
+        grown = str(r["head_start_x"]) if r["head_start_x"] is not None else "-"
+        print(f"{head} {t[0]:>10s} {t[1]:>8s} {t[2]:>8s} {late:>10s} {grown:>6s}")
     args.out.write_text(json.dumps({"n": args.n, "rows": rows}, indent=1) + "\n")
     print(f"wrote {args.out}")
     return 0
@@ -103,6 +104,7 @@ def _row(after: str, check: str, v, seconds: float) -> dict:
         "p90_ms": t.p90_ms if t else None,
         "reps": t.reps if t else None,
         "late_calls": t.late_calls if t else None,  # enqueued after the GPU's head start
+        "head_start_x": t.head_start_x if t else None,  # how far late calls grew it
         "seconds": round(seconds, 2),
     }
 

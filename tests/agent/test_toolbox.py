@@ -128,6 +128,20 @@ def test_summary_of_a_timed_verdict_gives_speedups() -> None:
     assert summarize_verdict(cpu).splitlines() == ["PASSED on cpu", "timing: unavailable"]
 
 
+def test_summary_of_a_timed_verdict_says_how_many_calls_were_late_and_how_the_head_start_grew():
+    base = {"median_ms": 0.5, "p10_ms": 0.49, "p90_ms": 0.52, "mean_ms": 0.5, "spread": 0.06}
+    on_time = Timing(**base, reps=100, late_calls=0, head_start_x=1)
+    late = Timing(**base, reps=100, late_calls=7, head_start_x=1)
+    grown = Timing(**base, reps=100, late_calls=7, head_start_x=4)
+    lines = [
+        summarize_verdict(_verdict(passed=True, timing_status="measured", timing=t))
+        for t in (on_time, late, grown)
+    ]
+    assert "enqueued" not in lines[0]
+    assert "(7 of 100 calls enqueued after the GPU's head start)" in lines[1]
+    assert "(7 of 100 calls enqueued after the GPU's head start, which grew 4x)" in lines[2]
+
+
 def test_hardware_lines_for_cpu_and_gpu() -> None:
     assert "Triton's interpreter" in format_hardware(CPU_HW, "auto")
     gpu = format_hardware(H200, "cuda")

@@ -176,7 +176,7 @@ def test_time_cuda_counts_only_the_timed_calls_that_were_late(monkeypatch):
 
     t, last = timing.time_cuda(forward, flush_bytes=64, max_reps=6, target_s=1.0)
     assert t.reps == 6 and t.median_ms == 1.0
-    assert t.late_calls == 3
+    assert t.late_calls == 3 and t.head_start_x == 1  # late, but none slower than the rest
     assert last == [(None, 12)]
 
 
@@ -223,6 +223,7 @@ def test_a_late_slow_timed_call_doubles_the_head_start_of_the_calls_after_it(mon
     assert timing.HOST_CUSHION_MAX_CYCLES == 8 * base
     # calls 1-7 at the base; 8-10 after call 7; 11 after call 10; 12-14 at the cap
     assert spins == [base] * 7 + [2 * base] * 3 + [4 * base] + [8 * base] * 3
+    assert t.head_start_x == 8
 
 
 def test_a_host_late_on_every_call_grows_the_head_start_until_a_call_is_in_time(monkeypatch):
@@ -243,12 +244,14 @@ def test_a_host_late_on_every_call_grows_the_head_start_until_a_call_is_in_time(
     assert t.reps == 5 and t.late_calls == 5
     base = timing.HOST_CUSHION_CYCLES
     assert spins == [base] * 7 + [2 * base, 4 * base, 8 * base, 8 * base]
+    assert t.head_start_x == 8
 
 
 def test_late_calls_is_optional_in_a_recorded_timing():
     old = {"median_ms": 1.0, "p10_ms": 1.0, "p90_ms": 1.0, "mean_ms": 1.0, "reps": 5, "spread": 0}
     assert Timing.model_validate(old).late_calls is None  # every verdict before it was counted
     assert Timing.model_validate({**old, "late_calls": 3}).late_calls == 3
+    assert Timing.model_validate(old).head_start_x is None
 
 
 def test_user_cache_roundtrip(tmp_path, monkeypatch):

@@ -110,7 +110,8 @@ def summarize_verdict(verdict: Verdict) -> str:
         t = verdict.timing
         line = f"timing: {t.median_ms:.4f} ms median (spread {t.spread:.2f})"
         if t.late_calls:
-            line += f" ({t.late_calls} of {t.reps} calls enqueued after the GPU's head start)"
+            line += f" ({t.late_calls} of {t.reps} calls enqueued after the GPU's head start"
+            line += f", which grew {t.head_start_x}x)" if (t.head_start_x or 1) > 1 else ")"
         for base, speedup in (
             ("eager", verdict.speedup_eager),
             ("compile", verdict.speedup_compile),

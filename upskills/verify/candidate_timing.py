@@ -229,6 +229,7 @@ class TimingRequests:
             library_changes=self.watch.library_changes(),
             fingerprints=_to_lists(prints),
             late_calls=timed.late_calls,
+            head_start_x=timed.head_start_x,
         )
 
     def bulk(self, req: Bulk) -> BulkDone:

@@ -152,8 +152,9 @@ def time_main(judge: Judge, prepared: Prepared) -> None:
             f"{wall_ms:.1f} ms of the judge's clock",
             guard="clock",
         )
-    late = reply.late_calls  # the candidate's process says so: shown, never decided on
-    timing = summarize(times).model_copy(update={"flush": judge.job.flush, "late_calls": late})
+    # the candidate's process says so: shown, never decided on
+    said = {"late_calls": reply.late_calls, "head_start_x": reply.head_start_x}
+    timing = summarize(times).model_copy(update={"flush": judge.job.flush, **said})
     clock_check(judge, timing, wires[0], refs[0], bulk_bufs, (prepared, shared[0]))
     judge.result.timing = timing
     judge.result.timing_status = "measured"

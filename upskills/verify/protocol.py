@@ -325,6 +325,8 @@ class TimeDone(_Message):
     late_calls: int | None = None
     """Timed calls the host was still enqueuing when the GPU reached their start event
     (``Timing.late_calls``; the candidate's process says so: a diagnostic only)."""
+    head_start_x: int | None = None
+    """The head start's growth by the last timed call (``Timing.head_start_x``; a diagnostic)."""
 
 
 class BulkDone(_Message):

@@ -188,7 +188,9 @@ def time_cuda(
     if times_out is not None:
         times_out.extend(times)
     late = sum(1 for ms in slack if ms > 0)
-    return summarize(times).model_copy(update={"flush": flush_mode, "late_calls": late}), last
+    grown = cushion // HOST_CUSHION_CYCLES if HOST_CUSHION_CYCLES else None
+    stats = {"flush": flush_mode, "late_calls": late, "head_start_x": grown}
+    return summarize(times).model_copy(update=stats), last
 
 
 def kept_calls(keep_at: Sequence[float], reps: int) -> list[int]:

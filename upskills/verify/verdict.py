@@ -127,6 +127,10 @@ class Timing(BaseModel):
     head start): a host delay may be in their time. An upper bound (a GPU still behind on
     earlier work counts too), from the process that ran the calls: a diagnostic, not used in any
     decision. None where not recorded."""
+    head_start_x: int | None = None
+    """The GPU's head start at the end of the timed calls, as a multiple of the first one (1, 2, 4
+    or 8): late calls that cost time grow it (:mod:`upskills.verify.timing`). From the process
+    that ran the calls, a diagnostic like ``late_calls``. None where not recorded."""
 
 
 class Verdict(BaseModel):
