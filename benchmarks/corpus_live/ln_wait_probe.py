@@ -16,7 +16,9 @@ the claimers' wait (median, p90, max), the lag from the last publish to the firs
 and the period between rows.
 
 The stamps are put in by text edits at four anchors of the kernel's source; a kernel without
-them is refused with the anchor that is missing (``transform``).
+them is refused with the anchor that is missing (``transform``). ``%globaltimer`` may tick
+coarsely (about 1 us on some GPUs): the smallest step between any two stamps is printed as the
+resolution, and differences below it mean nothing.
 
 Usage: python benchmarks/corpus_live/ln_wait_probe.py [--session DIR] [--out FILE.json]
 """
@@ -175,9 +177,12 @@ def analyse(stamps: list[int], ctas: int, rows: int) -> dict[str, Any]:
         }
         last_pub_prev = last_t
         out_rows.append(row)
+    seen = sorted({t for t in stamps[: ctas * ROWS_MAX * FIELDS] if t} | set(starts))
+    steps = [b - a for a, b in zip(seen, seen[1:], strict=False)]
     return {
         "ctas": ctas,
         "rows": rows,
+        "resolution_us": round(min(steps) / 1000.0, 3) if steps else None,
         "prologue_spread_us": round((max(starts) - t0) / 1000.0, 3),
         "sms_with_two_ctas": sum(1 for n in per_sm.values() if n == 2),
         "sms_with_one_cta": sum(1 for n in per_sm.values() if n == 1),
@@ -254,6 +259,7 @@ def print_table(result: dict[str, Any]) -> None:
         f"{result['session']} on {result['gpu']}: {result['ctas']} CTAs, {result['rows']} rows; "
         f"median {result['median_ms']['plain']} ms plain, "
         f"{result['median_ms']['stamped']} ms stamped; "
+        f"timer resolution {result['resolution_us']} us; "
         f"prologue spread {result['prologue_spread_us']} us; SMs with 2 CTAs "
         f"{result['sms_with_two_ctas']}, with 1 {result['sms_with_one_cta']}"
     )

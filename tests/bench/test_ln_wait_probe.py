@@ -72,6 +72,7 @@ def test_the_rows_are_read_from_the_stamps():
     put(2, 1, 18000, 22000, 20000)
     got = probe.analyse(stamps, ctas, rows)
     assert got["prologue_spread_us"] == 1.0
+    assert got["resolution_us"] == 0.5  # the smallest step between two stamps (1000 -> 1500)
     assert (got["sms_with_two_ctas"], got["sms_with_one_cta"]) == (1, 1)
     r0, r1 = got["per_row"]
     assert (r0["last_cta"], r0["last_sm"], r0["last_sm_ctas"]) == (1, 5, 2)
