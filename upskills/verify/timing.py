@@ -148,8 +148,8 @@ def time_cuda(
     last: list[tuple[Any, Any]] = []
     calls = 0
     slack: list[float] = []
+    warm, estimates = max(1, warmup), 3  # calls before the timed ones
     cushion = HOST_CUSHION_CYCLES
-    timed_phase = False  # only a timed call's lateness grows the head start: warm-up is slow
     on_time = math.inf  # the fastest estimate or timed call enqueued in time (warm-up compiles)
 
     def one() -> float:
@@ -161,22 +161,22 @@ def time_cuda(
         del last[:-keep_last]
         slack.append(late_ms)
         if late_ms <= 0:
-            on_time = min(on_time, ms) if calls > max(1, warmup) else on_time
-        elif timed_phase and (on_time == math.inf or ms > SLOW_LATE_CALL * on_time):
-            cushion = min(2 * cushion, HOST_CUSHION_MAX_CYCLES)
+            if calls > warm:
+                on_time = min(on_time, ms)
+        elif calls > warm + estimates and (on_time == math.inf or ms > SLOW_LATE_CALL * on_time):
+            cushion = min(2 * cushion, HOST_CUSHION_MAX_CYCLES)  # only a timed call grows it
         return ms
 
     torch.cuda.synchronize()
-    for _ in range(max(1, warmup)):
+    for _ in range(warm):
         one()
-    estimate = [one() for _ in range(3)]
+    estimate = [one() for _ in range(estimates)]
     reps = plan_reps(
         statistics.median(estimate), min_reps=min_reps, target_s=target_s, max_reps=max_reps
     )
     chosen = set(kept_calls(keep_at, reps))
     times: list[float] = []
     del slack[:]  # the timed calls' only
-    timed_phase = True
     for i in range(reps):
         times.append(one())
         if after_each is not None:
