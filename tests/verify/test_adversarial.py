@@ -22,7 +22,7 @@ from tests.verify.conftest import GOOD_ADD, GOOD_ROW_SUM, VECTOR_ADD_REF, make_t
 from upskills.tasks.model import ShapeVariant
 from upskills.verify import CheckOptions, ErrorClass, Verifier
 from upskills.verify.static import parse_candidate, static_guards
-from upskills.verify.verdict import Verdict
+from upskills.verify.verdict import Verdict, VerdictStage
 
 PRELUDE = """
 import torch
@@ -1070,6 +1070,32 @@ def test_a_forward_that_reads_which_calls_are_kept_is_caught_by_the_audit(
         by_clock = verifier.check(big, PEEK_AT_KEPT_CALLS)
     assert not by_clock.passed, by_clock.message
     assert "back-to-back calls drawn after the run" in by_clock.message
+
+
+# Asks the GPU, not the judge, whether it is being timed: a stream with work still queued on it
+# when forward starts means back-to-back calls (the timed run behind its head start, the clock
+# check), an idle one a correctness trial the judge waited on. When busy it computes a quarter.
+# No frame, no patch, no count: one public call the static check has no reason to refuse.
+ASKS_THE_STREAM = GOOD_ADD.replace(
+    "        n = x.numel()\n",
+    "        busy = x.is_cuda and not torch.cuda.current_stream().query()\n"
+    "        n = x.numel() // 4 if busy else x.numel()\n",
+)
+
+
+@pytest.mark.gpu
+def test_a_forward_that_asks_the_stream_whether_it_is_timed_is_caught(add_task):
+    """A busy stream tells a forward it is inside a run of calls. It passes every correctness
+    trial (the judge waits on each, so forward finds the stream idle) and is caught at the
+    timing stage, by the checks of timed calls that do not depend on what forward can see.
+    At 128M elements, where each call takes longer than the host needs to queue the next."""
+    big = _huge_add(add_task)
+    with Verifier("cuda", CheckOptions(seeds=2, timeout_s=300, baselines=False)) as verifier:
+        cheat = verifier.check(big, ASKS_THE_STREAM)
+        honest = verifier.check(big, GOOD_ADD)
+    print("cheat:", cheat.stage, cheat.guard, cheat.message, "| honest:", honest.timing)
+    assert honest.passed and honest.timing is not None, honest.message
+    assert not cheat.passed and cheat.stage == VerdictStage.TIMING, cheat.message
 
 
 # Launches one block and returns an empty tensor, after pushing (once, by built names the static
