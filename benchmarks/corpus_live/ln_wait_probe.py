@@ -13,7 +13,9 @@ not a candidate, and nothing it measures goes into a trace or a report):
 It times the stamped build beside the unchanged one (CUDA events, alternating calls) so the
 stamps' own cost is known, then prints per row: the last partial's publish (which CTA and SM),
 the claimers' wait (median, p90, max), the lag from the last publish to the first wait's end,
-and the period between rows.
+and the period between rows (two rows' last publishes). It reads ``--calls`` stamped calls (3)
+and prints, per call, which CTAs and SMs published rows last: a CTA that is last on another SM
+says a place in the grid is slow, an SM that is last under another CTA says the SM is.
 
 The stamps are put in by text edits at four anchors of the kernel's source; a kernel without
 them is refused with the anchor that is missing (``transform``). ``%globaltimer`` may tick
@@ -192,6 +194,27 @@ def analyse(stamps: list[int], ctas: int, rows: int) -> dict[str, Any]:
     }
 
 
+def stragglers(analyses: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Per stamped call, how many rows each CTA and each SM published last: the same CTA on
+    another SM says a place in the grid is slow, the same SM under another CTA says the SM is."""
+    out = []
+    for a in analyses:
+        ctas: dict[int, int] = {}
+        sms: dict[int, int] = {}
+        for row in a["per_row"]:
+            ctas[row["last_cta"]] = ctas.get(row["last_cta"], 0) + 1
+            sms[row["last_sm"]] = sms.get(row["last_sm"], 0) + 1
+        pairs = {(row["last_cta"], row["last_sm"]) for row in a["per_row"]}
+        out.append(
+            {
+                "last_cta_rows": dict(sorted(ctas.items(), key=lambda kv: -kv[1])),
+                "last_sm_rows": dict(sorted(sms.items(), key=lambda kv: -kv[1])),
+                "cta_sm": sorted(pairs),
+            }
+        )
+    return out
+
+
 def _load(path: Path, name: str) -> Any:
     spec = importlib.util.spec_from_file_location(name, path)
     assert spec is not None and spec.loader is not None
@@ -200,7 +223,7 @@ def _load(path: Path, name: str) -> Any:
     return module
 
 
-def run(session: Path, reps: int = 20) -> dict[str, Any]:
+def run(session: Path, reps: int = 20, calls: int = 3) -> dict[str, Any]:
     import torch
 
     sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
@@ -246,11 +269,14 @@ def run(session: Path, reps: int = 20) -> dict[str, Any]:
             b.record()
             torch.cuda.synchronize()
             times[label].append(a.elapsed_time(b))
-    stamped._ext.probe_reset(state.part)
-    models["stamped"](x)
-    torch.cuda.synchronize()
-    stamps = stamped._ext.probe_read().tolist()
-    result = analyse(stamps, ctas, rows)
+    analyses = []
+    for _ in range(max(1, calls)):  # each call's CTAs may land on other SMs
+        stamped._ext.probe_reset(state.part)
+        models["stamped"](x)
+        torch.cuda.synchronize()
+        analyses.append(analyse(stamped._ext.probe_read().tolist(), ctas, rows))
+    result = analyses[0]
+    result["stragglers"] = stragglers(analyses)
     result["session"] = str(session)
     result["gpu"] = torch.cuda.get_device_name()
     result["median_ms"] = {k: round(statistics.median(v), 4) for k, v in times.items()}
@@ -273,6 +299,12 @@ def print_table(result: dict[str, Any]) -> None:
     print("  ".join(cols))
     for row in result["per_row"]:
         print("  ".join(str(row[c]) for c in cols))
+    for i, call in enumerate(result.get("stragglers", [])):
+        pairs = ", ".join(f"CTA {j} on SM {sm}" for j, sm in call["cta_sm"])
+        print(
+            f"stamped call {i + 1}: last publishers (rows each) by CTA {call['last_cta_rows']}, "
+            f"by SM {call['last_sm_rows']}; {pairs}"
+        )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -280,8 +312,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--session", type=Path, default=Path(DEFAULT_SESSION))
     parser.add_argument("--out", type=Path, default=None)
     parser.add_argument("--reps", type=int, default=20)
+    parser.add_argument("--calls", type=int, default=3, help="stamped calls read (stragglers)")
     args = parser.parse_args(argv)
-    result = run(args.session, args.reps)
+    result = run(args.session, args.reps, args.calls)
     print_table(result)
     if args.out is not None:
         args.out.write_text(json.dumps(result, indent=1) + "\n", encoding="utf-8")

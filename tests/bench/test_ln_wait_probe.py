@@ -80,3 +80,18 @@ def test_the_rows_are_read_from_the_stamps():
     assert r0["lag_to_first_end_us"] == 1.0 and r0["period_us"] is None
     assert (r1["last_cta"], r1["last_sm"], r1["last_sm_ctas"]) == (2, 7, 1)
     assert r1["period_us"] == 11.0 and r1["wait_median_us"] == 4.0
+
+
+def test_the_stragglers_of_each_call_are_counted_by_cta_and_by_sm():
+    import ln_wait_probe as probe  # pyright: ignore[reportMissingImports]
+
+    def call(*last: tuple[int, int]) -> dict:
+        return {"per_row": [{"last_cta": j, "last_sm": sm} for j, sm in last]}
+
+    # call 1: CTA 10 on SM 126 last in two rows of three; call 2: CTA 10 again, on SM 4
+    got = probe.stragglers([call((10, 126), (198, 104), (10, 126)), call((10, 4), (10, 4))])
+    assert got[0]["last_cta_rows"] == {10: 2, 198: 1}
+    assert list(got[0]["last_cta_rows"]) == [10, 198]  # most rows first
+    assert got[0]["last_sm_rows"] == {126: 2, 104: 1}
+    assert got[0]["cta_sm"] == [(10, 126), (198, 104)]
+    assert got[1] == {"last_cta_rows": {10: 2}, "last_sm_rows": {4: 2}, "cta_sm": [(10, 4)]}
