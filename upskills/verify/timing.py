@@ -188,8 +188,11 @@ def time_cuda(
     if times_out is not None:
         times_out.extend(times)
     late = sum(1 for ms in slack if ms > 0)
-    grown = cushion // HOST_CUSHION_CYCLES if HOST_CUSHION_CYCLES else None
-    stats = {"flush": flush_mode, "late_calls": late, "head_start_x": grown}
+    stats = {
+        "flush": flush_mode,
+        "late_calls": late,
+        "head_start_x": cushion // HOST_CUSHION_CYCLES,
+    }
     return summarize(times).model_copy(update=stats), last
 
 
