@@ -278,3 +278,52 @@ def test_packages_installed_onto_the_python_path_are_installed_not_made(tmp_path
     assert {"libsitecore.so", "libbarecore.so"} <= made()  # neither folder holds a distribution
     (site / "sitecore-1.0.dist-info").mkdir()
     assert "libsitecore.so" not in made() and "libbarecore.so" in made()
+
+
+# A kernel that keeps its inputs in L2 across calls: an access policy window on the stream, with
+# the persisting share of L2 raised (CUDA runtime and driver spellings). Timed after the judge's
+# L2 flush, it would read L2 where an honest kernel reads DRAM.
+PERSISTING_L2 = """
+#include <torch/extension.h>
+#include <cuda_runtime.h>
+void keep(torch::Tensor x) {
+  cudaDeviceSetLimit(cudaLimitPersistingL2CacheSize, 32 << 20);
+  cudaStreamAttrValue v = {};
+  v.accessPolicyWindow.base_ptr = x.data_ptr();
+  v.accessPolicyWindow.num_bytes = x.nbytes();
+  v.accessPolicyWindow.hitRatio = 1.0f;
+  v.accessPolicyWindow.hitProp = cudaAccessPropertyPersisting;
+  cudaStreamSetAttribute(0, cudaStreamAttributeAccessPolicyWindow, &v);
+}
+"""
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "cudaDeviceSetLimit(cudaLimitPersistingL2CacheSize, 32 << 20);",
+        "v.accessPolicyWindow.hitRatio = 1.0f;",
+        "v.accessPolicyWindow.hitProp = cudaAccessPropertyPersisting;",
+        "cudaStreamSetAttribute(0, cudaStreamAttributeAccessPolicyWindow, &v);",
+        "cuCtxSetLimit(CU_LIMIT_PERSISTING_L2_CACHE_SIZE, 1 << 25);",
+        "cuStreamSetAttribute(s, CU_STREAM_ATTRIBUTE_ACCESS_POLICY_WINDOW, &v);",
+        "attr.val.accessPolicyWindow.hitProp = CU_ACCESS_PROPERTY_PERSISTING;",
+        "cudaCtxResetPersistingL2Cache();",
+    ],
+)
+def test_cxx_source_that_keeps_lines_in_l2_across_calls_is_refused(line):
+    src = f'SRC = """\n#include <torch/extension.h>\nvoid f() {{ {line} }}\n"""\n'
+    assert "l2_persistence" in _rules(src), line
+    assert "l2_persistence" in _rules(f"SRC = {PERSISTING_L2!r}\n")
+
+
+def test_cxx_that_only_hints_eviction_or_sets_function_attributes_is_not_refused():
+    """Per-access cache hints and a kernel's own attributes keep nothing across calls."""
+    src = (
+        'SRC = """\n#include <torch/extension.h>\n'
+        "cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, 1 << 17);\n"
+        'asm volatile("ld.global.L2::evict_last.v4.f32 {%0,%1,%2,%3}, [%4];");\n'
+        'asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;");\n"""\n'
+    )
+    assert "l2_persistence" not in _rules(src)
+    assert "l2_persistence" not in _rules('"""Why not keep x persisting in L2?"""\n')

@@ -148,6 +148,16 @@ CPP_LIBRARY_CALLS = re.compile(
 """Calls in C++ source that hand the compute to a vendor library or ATen's native code, or
 load code by name at run time (see :mod:`upskills.verify.libraries`)."""
 
+CPP_L2_PERSISTENCE = re.compile(
+    r"\b(?:accessPolicyWindow|\w*AccessPolicyWindow|\w*ACCESS_POLICY_WINDOW|\w*PersistingL2\w*"
+    r"|\w*PERSISTING_L2\w*"
+    r"|cudaAccessPropertyPersisting|CU_ACCESS_PROPERTY_PERSISTING)\b"
+)
+"""C++ that sets lines of L2 aside for given addresses (an access policy window, the persisting
+L2 limit): they outlive the judge's L2 flush between timed calls, so a kernel would read its
+inputs from L2 when timed and be credited with bandwidth it does not have. A single call gains
+nothing from it; only repeated calls on the same buffers do, which is the timer's loop."""
+
 PROTECTED_ROOTS = {"torch", "triton", "time", "numpy", "builtins", "os", "sys", "functools"}
 """Modules whose attributes a candidate must not assign (patched timers, synchronize, ...)."""
 
@@ -335,6 +345,14 @@ class _GuardVisitor(ast.NodeVisitor):
                     f"(b) the C++ source calls {found.group(0).strip()!r}: a library doing the "
                     "work is not the candidate's kernel",
                     "vendor_library",
+                )
+            kept = CPP_L2_PERSISTENCE.search(node.value)
+            if kept:
+                self._flag(
+                    node,
+                    f"(d) the C++ source uses {kept.group(0)!r}: L2 lines set aside across calls "
+                    "outlive the L2 flush between timed calls",
+                    "l2_persistence",
                 )
 
     def visit_ClassDef(self, node: ast.ClassDef) -> None:
