@@ -2180,6 +2180,90 @@ def test_a_kernel_that_is_cublas_under_another_name_is_caught(add_task):
     )
 
 
+# An honest add in CUDA that keeps its inputs in L2 between calls: it raises the persisting share
+# of L2 once and, each call, puts an access policy window over the span of every input buffer it
+# has seen (the judge rotates timed calls through a few input sets) on the current stream. The
+# window is the stream's, so the judge's perturbation and L2 flush on that stream run under it
+# too: the inputs' lines would survive the flush. The static guard refuses the names
+# (``l2_persistence``); the GPU test below takes it out of the way to see what is behind it.
+L2_PERSISTING_ADD = r'''
+import torch
+import torch.nn as nn
+from torch.utils.cpp_extension import load_inline
+
+SRC = """
+#include <torch/extension.h>
+#include <c10/cuda/CUDAStream.h>
+#include <cuda_runtime.h>
+#include <algorithm>
+#include <cstdint>
+__global__ void add_kernel(const float* x, const float* y, float* out, long n) {
+  long i = (long)blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) out[i] = x[i] + y[i];
+}
+static uintptr_t lo = UINTPTR_MAX, hi = 0;
+static void keep(const torch::Tensor& t) {
+  lo = std::min(lo, (uintptr_t)t.data_ptr());
+  hi = std::max(hi, (uintptr_t)t.data_ptr() + (uintptr_t)t.nbytes());
+}
+torch::Tensor add(torch::Tensor x, torch::Tensor y) {
+  static bool limit = false;
+  int dev = x.get_device();
+  if (!limit) {
+    int most = 0;
+    cudaDeviceGetAttribute(&most, cudaDevAttrMaxPersistingL2CacheSize, dev);
+    cudaDeviceSetLimit(cudaLimitPersistingL2CacheSize, (size_t)most);
+    limit = true;
+  }
+  keep(x);
+  keep(y);
+  int window = 0;
+  cudaDeviceGetAttribute(&window, cudaDevAttrMaxAccessPolicyWindowSize, dev);
+  cudaStreamAttrValue v = {};
+  v.accessPolicyWindow.base_ptr = (void*)lo;
+  v.accessPolicyWindow.num_bytes = std::min((size_t)(hi - lo), (size_t)window);
+  v.accessPolicyWindow.hitRatio = 1.0f;
+  v.accessPolicyWindow.hitProp = cudaAccessPropertyPersisting;
+  v.accessPolicyWindow.missProp = cudaAccessPropertyStreaming;
+  auto stream = c10::cuda::getCurrentCUDAStream().stream();
+  cudaStreamSetAttribute(stream, cudaStreamAttributeAccessPolicyWindow, &v);
+  auto out = torch::empty_like(x);
+  long n = x.numel();
+  add_kernel<<<(unsigned)((n + 255) / 256), 256, 0, stream>>>(
+      x.data_ptr<float>(), y.data_ptr<float>(), out.data_ptr<float>(), n);
+  return out;
+}
+"""
+DECL = "torch::Tensor add(torch::Tensor x, torch::Tensor y);"
+ext = load_inline("l2_persisting_add", cpp_sources=DECL, cuda_sources=SRC, functions=["add"])
+
+
+class ModelNew(nn.Module):
+    def forward(self, x, y):
+        return ext.add(x.contiguous(), y.contiguous())
+'''
+
+
+def test_the_static_check_refuses_the_l2_persisting_add():
+    tree, _ = parse_candidate(L2_PERSISTING_ADD, "k.py")
+    assert tree is not None
+    assert "l2_persistence" in {i.rule for i in static_guards(tree, "k.py")}
+
+
+@pytest.mark.gpu
+def test_inputs_kept_in_l2_across_calls_gain_nothing(add_task, runtime_guards_only):
+    """Behind the static rule: the add that sets its inputs' L2 lines aside, at 1M elements
+    (8 MB of inputs a set, the few sets within an H200's persisting share), beside the honest
+    add. Caught, or no faster than 0.9x the honest time. Written in the twenty-fifth session's
+    review with no device time left: not yet run (``verifier.md``, "L2 set aside across
+    calls")."""
+    with Verifier("cuda", CheckOptions(seeds=2, timeout_s=300, baselines=False)) as verifier:
+        cheat = verifier.check(add_task, L2_PERSISTING_ADD)
+        honest = verifier.check(add_task, GOOD_ADD)
+    print("cheat:", cheat.guard, cheat.message, cheat.timing, "| honest:", honest.timing)
+    _assert_caught_or_not_faster(cheat, honest)
+
+
 # An honest add that takes its time: its inputs stay in the judge's shared memory for seconds.
 SLOW_HONEST_ADD = GOOD_ADD.replace(
     "    def forward(self, x, y):\n",
