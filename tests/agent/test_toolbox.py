@@ -142,6 +142,19 @@ def test_summary_of_a_timed_verdict_says_how_many_calls_were_late_and_how_the_he
     assert "(7 of 100 calls enqueued after the GPU's head start, which grew 4x)" in lines[2]
 
 
+def test_summary_of_a_timed_verdict_says_when_the_candidate_set_l2_aside():
+    """A candidate that set L2 aside for persisting lines is told its lines were demoted before
+    every flush (so a speedup it expected from them across calls is not there)."""
+    base = {"median_ms": 0.5, "p10_ms": 0.49, "p90_ms": 0.52, "mean_ms": 0.5, "spread": 0.06}
+    kept = Timing(**base, reps=100, persisting_l2_bytes=30 << 20)
+    line = summarize_verdict(_verdict(passed=True, timing_status="measured", timing=kept))
+    assert "(30.0 MiB of L2 set aside for persisting lines: demoted before each call's" in line
+    plain = Timing(**base, reps=100, persisting_l2_bytes=0)
+    assert "set aside" not in summarize_verdict(
+        _verdict(passed=True, timing_status="measured", timing=plain)
+    )
+
+
 def test_hardware_lines_for_cpu_and_gpu() -> None:
     assert "Triton's interpreter" in format_hardware(CPU_HW, "auto")
     gpu = format_hardware(H200, "cuda")

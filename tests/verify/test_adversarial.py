@@ -2264,6 +2264,75 @@ def test_inputs_kept_in_l2_across_calls_gain_nothing(add_task, runtime_guards_on
     _assert_caught_or_not_faster(cheat, honest)
 
 
+# Times the L2-persisting add in this process's timer three ways: the honest add, the cheat
+# with the fence (persisting lines demoted before each flush), the cheat without it. Run in a
+# child process: the cheat's window and persisting limit stay on the stream and context.
+L2_FENCE_PROBE = r"""
+import ctypes
+import importlib.util
+import json
+import sys
+
+import torch
+
+from upskills.verify import l2_fence, timing
+
+spec = importlib.util.spec_from_file_location("l2_persisting_add_probe", sys.argv[1])
+module = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(module)
+cheat = module.ModelNew()
+n = 1 << 21  # 8 MB an input: both within an H200's persisting share
+x, y = torch.randn(n, device="cuda"), torch.randn(n, device="cuda")
+assert torch.equal(cheat(x, y), x + y)
+honest = timing.time_cuda(lambda: torch.add(x, y), max_reps=1000)[0]
+fenced = timing.time_cuda(lambda: cheat(x, y), max_reps=1000)[0]
+unfenced = timing.time_cuda(lambda: cheat(x, y), max_reps=1000, demote_persisting_l2=False)[0]
+driver, most = ctypes.CDLL("libcuda.so.1"), {}
+for name, attribute in (("max_persisting", 108), ("max_window", 109)):  # CU_DEVICE_ATTRIBUTE_*
+    value = ctypes.c_int()
+    driver.cuDeviceGetAttribute(ctypes.byref(value), attribute, torch.cuda.current_device())
+    most[name] = value.value
+print(json.dumps({
+    **most,
+    "honest_ms": honest.median_ms,
+    "fenced_ms": fenced.median_ms,
+    "unfenced_ms": unfenced.median_ms,
+    "set_aside": fenced.persisting_l2_bytes,
+    "limit_now": l2_fence.persisting_limit(),
+}))
+"""
+
+
+@pytest.mark.gpu
+def test_the_l2_fence_takes_away_what_the_persisting_add_gains(tmp_path):
+    """The run-time fence behind the static rule, timed without the verifier in between: the
+    persisting add, timed with its lines demoted before each flush, is no faster than 0.9x the
+    honest add; timed without the fence it must be faster than 0.85x (else the cheat does not
+    work on this GPU and the fence's test says nothing: the failure says so). Written in the
+    twenty-sixth session with no device lent: not yet run."""
+    import json
+    import subprocess
+    import sys
+
+    source = tmp_path / "l2_persisting_add.py"
+    source.write_text(L2_PERSISTING_ADD)
+    probe = tmp_path / "probe.py"
+    probe.write_text(L2_FENCE_PROBE)
+    done = subprocess.run(
+        [sys.executable, str(probe), str(source)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        cwd=Path(__file__).resolve().parents[2],
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    got = json.loads(done.stdout.strip().splitlines()[-1])
+    print(got)
+    assert got["set_aside"] > 0, f"the cheat set no L2 aside: {got}"
+    assert got["unfenced_ms"] < 0.85 * got["honest_ms"], f"the cheat gains nothing unfenced: {got}"
+    assert got["fenced_ms"] >= 0.9 * got["honest_ms"], f"the fence let the cheat through: {got}"
+
+
 # An honest add that takes its time: its inputs stay in the judge's shared memory for seconds.
 SLOW_HONEST_ADD = GOOD_ADD.replace(
     "    def forward(self, x, y):\n",

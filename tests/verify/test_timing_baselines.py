@@ -6,6 +6,7 @@ import json
 
 import pytest
 
+from upskills.verify import l2_fence
 from upskills.verify.baselines import (
     BaselineEntry,
     baseline_key,
@@ -121,6 +122,8 @@ def _stand_in_gpu(monkeypatch, event: type = _StandInEvent) -> list[int]:
     monkeypatch.setattr(torch.cuda, "synchronize", lambda: None)
     spins: list[int] = []
     monkeypatch.setattr(torch.cuda, "_sleep", spins.append, raising=False)
+    monkeypatch.setattr(l2_fence, "demote_persisting_lines", lambda: None)  # no driver here
+    monkeypatch.setattr(l2_fence, "persisting_limit", lambda: 0)
     _StandInEvent.recorded = 0
     return spins
 
@@ -245,6 +248,80 @@ def test_a_host_late_on_every_call_grows_the_head_start_until_a_call_is_in_time(
     base = timing.HOST_CUSHION_CYCLES
     assert spins == [base] * 7 + [2 * base, 4 * base, 8 * base, 8 * base]
     assert t.head_start_x == 8
+
+
+def test_persisting_l2_lines_are_demoted_after_the_inputs_load_and_before_each_head_start(
+    monkeypatch,
+):
+    """The fence against inputs kept in L2 across calls (``l2_fence``): each call's inputs are
+    loaded, the device synchronised (the copies done: under a persisting window they mark lines
+    too), every persisting line demoted, and only then the head start, flush and call. The most
+    L2 the context set aside after a timed call is in the timing; with the fence off (the GPU
+    test's control) nothing is demoted."""
+    import torch
+
+    from upskills.verify import timing
+
+    _stand_in_gpu(monkeypatch)
+    log: list[str] = []
+    limits = iter([0, 0, 1 << 20, 3 << 20, 0] + [0] * 20)
+    monkeypatch.setattr(torch.cuda, "synchronize", lambda: log.append("sync"))
+    monkeypatch.setattr(torch.cuda, "_sleep", lambda cycles: log.append("spin"), raising=False)
+    monkeypatch.setattr(l2_fence, "demote_persisting_lines", lambda: log.append("demote"))
+    monkeypatch.setattr(l2_fence, "persisting_limit", lambda: next(limits))
+
+    def forward() -> int:
+        log.append("call")
+        return 0
+
+    def load(call: int) -> int:
+        log.append("load")
+        return call
+
+    t, _ = timing.time_cuda(forward, flush_bytes=64, max_reps=5, before_each=load)
+    assert t.reps == 5 and t.persisting_l2_bytes == 3 << 20
+    calls = "".join(log).replace("load", "L").replace("sync", "S").replace("demote", "D")
+    calls = calls.replace("spin", "P").replace("call", "C")
+    assert calls == "S" + "LSDPCS" * 11  # 3 warm-up, 3 estimate, 5 timed calls
+
+    log.clear()
+    t, _ = timing.time_cuda(forward, flush_bytes=64, max_reps=5, demote_persisting_l2=False)
+    assert "demote" not in log and log.count("call") == 11
+
+
+def test_the_l2_fence_names_a_driver_it_cannot_load_or_a_call_it_refused(monkeypatch):
+    """No driver (this machine, CI): a clear error, not a crash in ctypes. A driver that says
+    persisting lines are not supported has none to demote (0 set aside); any other status is an
+    error naming the call."""
+    import ctypes
+
+    def no_driver(name: str) -> None:
+        raise OSError(f"{name}: cannot open shared object file")
+
+    monkeypatch.setattr(l2_fence, "_DRIVER", {})
+    monkeypatch.setattr(ctypes, "CDLL", no_driver)
+    with pytest.raises(l2_fence.L2FenceError, match="cannot be loaded.*libcuda"):
+        l2_fence.demote_persisting_lines()
+
+    status = {"reset": 0, "limit": 0}
+
+    def get_limit(out: object, which: int) -> int:
+        assert which == l2_fence.PERSISTING_L2_LIMIT
+        ctypes.cast(out, ctypes.POINTER(ctypes.c_size_t)).contents.value = 5 << 20  # pyright: ignore[reportArgumentType]
+        return status["limit"]
+
+    driver = {"reset": lambda: status["reset"], "get_limit": get_limit}
+    monkeypatch.setattr(l2_fence, "_DRIVER", driver)
+    l2_fence.demote_persisting_lines()
+    assert l2_fence.persisting_limit() == 5 << 20
+    status.update(reset=l2_fence.NOT_SUPPORTED, limit=l2_fence.NOT_SUPPORTED)
+    l2_fence.demote_persisting_lines()
+    assert l2_fence.persisting_limit() == 0
+    status.update(reset=999, limit=1)
+    with pytest.raises(l2_fence.L2FenceError, match="PersistingL2Cache returned CUresult 999"):
+        l2_fence.demote_persisting_lines()
+    with pytest.raises(l2_fence.L2FenceError, match="cuCtxGetLimit.*CUresult 1"):
+        l2_fence.persisting_limit()
 
 
 def test_late_calls_is_optional_in_a_recorded_timing():

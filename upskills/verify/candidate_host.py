@@ -21,7 +21,7 @@ import types
 from pathlib import Path
 from typing import Any, cast
 
-from upskills.verify import dispatch_table, transport
+from upskills.verify import dispatch_table, l2_fence, transport
 from upskills.verify.build_locks import clear_stale_locks
 from upskills.verify.candidate_timing import (
     TimingRequests,
@@ -122,6 +122,7 @@ class _Watch:
             # (torch.cuda._register_triton_kernels): done here, before anything is watched, not
             # in the first trial's forward, where guard (d) took them for the candidate's
             torch.cuda.init()
+            l2_fence.prepare()  # the driver's entry points, before the candidate can touch ctypes
         self.counter = LaunchCounter()
         self.counter.install()
         self.scalars = 0

@@ -230,6 +230,7 @@ class TimingRequests:
             fingerprints=_to_lists(prints),
             late_calls=timed.late_calls,
             head_start_x=timed.head_start_x,
+            persisting_l2_bytes=timed.persisting_l2_bytes,
         )
 
     def bulk(self, req: Bulk) -> BulkDone:

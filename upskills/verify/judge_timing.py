@@ -153,7 +153,11 @@ def time_main(judge: Judge, prepared: Prepared) -> None:
             guard="clock",
         )
     # the candidate's process says so: shown, never decided on
-    said = {"late_calls": reply.late_calls, "head_start_x": reply.head_start_x}
+    said = {
+        "late_calls": reply.late_calls,
+        "head_start_x": reply.head_start_x,
+        "persisting_l2_bytes": reply.persisting_l2_bytes,
+    }
     timing = summarize(times).model_copy(update={"flush": judge.job.flush, **said})
     clock_check(judge, timing, wires[0], refs[0], bulk_bufs, (prepared, shared[0]))
     judge.result.timing = timing

@@ -327,6 +327,8 @@ class TimeDone(_Message):
     (``Timing.late_calls``; the candidate's process says so: a diagnostic only)."""
     head_start_x: int | None = None
     """The head start's growth by the last timed call (``Timing.head_start_x``; a diagnostic)."""
+    persisting_l2_bytes: int | None = None
+    """L2 set aside for persisting lines (``Timing.persisting_l2_bytes``; a diagnostic)."""
 
 
 class BulkDone(_Message):

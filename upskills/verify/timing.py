@@ -11,7 +11,9 @@ event and the call's first kernel and have it timed as the kernel's. A timed cal
 still enqueuing when the GPU reached its start event (a late call), and that took longer than
 ``SLOW_LATE_CALL`` times the fastest call enqueued in time before it (or any late call, while
 none was in time), doubles the head start of the calls after it, up to
-``HOST_CUSHION_MAX_CYCLES``. The number of repetitions
+``HOST_CUSHION_MAX_CYCLES``. Before each head start the device is synchronised and every
+persisting L2 line demoted to normal (:mod:`upskills.verify.l2_fence`), so lines a candidate set
+aside in an earlier call do not outlive the flush. The number of repetitions
 adapts: about ``target_s`` seconds of calls, at least ``min_reps`` when that fits in ``max_s``.
 """
 
@@ -23,6 +25,7 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from upskills.verify import l2_fence
 from upskills.verify.verdict import FlushMode, Timing
 
 L2_FLUSH_BYTES = 256 * 1024 * 1024
@@ -105,6 +108,7 @@ def time_cuda(
     max_reps: int = 2000,
     times_out: list[float] | None = None,
     after_each: Callable[[Any], None] | None = None,
+    demote_persisting_l2: bool = True,
 ) -> tuple[Timing, list[tuple[Any, Any]]]:
     """Time ``fn()`` on the current CUDA device.
 
@@ -128,10 +132,14 @@ def time_cuda(
         max_reps: At most this many timed calls.
         times_out: When given, each timed call's time (ms) is appended to it.
         after_each: Called (untimed) with each timed call's output, right after it returns.
+        demote_persisting_l2: Demote persisting L2 lines before each call's flush (untimed;
+            off only to show, in a GPU test, what the fence undoes).
 
     Returns:
         ``(timing, last)``: the statistics (``late_calls``: the timed calls whose forward was
-        still being enqueued when the GPU reached their start event) and ``(tag, output)`` of
+        still being enqueued when the GPU reached their start event; ``persisting_l2_bytes``: the
+        most L2 the context set aside for persisting lines after any timed call) and
+        ``(tag, output)`` of
         the last ``keep_last`` timed calls (none with ``keep_at``), so the caller can check the
         timed calls computed the right thing.
     """
@@ -151,12 +159,14 @@ def time_cuda(
     warm, estimates = max(1, warmup), 3  # calls before the timed ones
     cushion = HOST_CUSHION_CYCLES
     on_time = math.inf  # the fastest estimate or timed call enqueued in time (warm-up compiles)
+    fence = l2_fence.demote_persisting_lines if demote_persisting_l2 else None
+    set_aside: list[int] = []  # the context's persisting-L2 limit after each timed call
 
     def one() -> float:
         nonlocal calls, cushion, on_time
         tag = before_each(calls) if before_each is not None else None
         calls += 1
-        ms, out, late_ms = _timed_call(fn, do_flush, cushion)
+        ms, out, late_ms = _timed_call(fn, do_flush, cushion, fence)
         last.append((tag, out))
         del last[:-keep_last]
         slack.append(late_ms)
@@ -179,6 +189,7 @@ def time_cuda(
     del slack[:]  # the timed calls' only
     for i in range(reps):
         times.append(one())
+        set_aside.append(l2_fence.persisting_limit())
         if after_each is not None:
             after_each(last[-1][1])
         if keep_at and i in chosen and on_kept is not None:
@@ -192,6 +203,7 @@ def time_cuda(
         "flush": flush_mode,
         "late_calls": late,
         "head_start_x": cushion // HOST_CUSHION_CYCLES,
+        "persisting_l2_bytes": max(set_aside, default=0),
     }
     return summarize(times).model_copy(update=stats), last
 
@@ -202,9 +214,16 @@ def kept_calls(keep_at: Sequence[float], reps: int) -> list[int]:
 
 
 def _timed_call(
-    fn: Callable[[], Any], flush: Callable[[], Any], cushion_cycles: int = HOST_CUSHION_CYCLES
+    fn: Callable[[], Any],
+    flush: Callable[[], Any],
+    cushion_cycles: int = HOST_CUSHION_CYCLES,
+    fence: Callable[[], None] | None = None,
 ) -> tuple[float, Any, float]:
     """``(ms, output, late_ms)`` of one timed call, after a head start of ``cushion_cycles``.
+
+    With ``fence``, the device is first synchronised (the inputs' copies are done: run under a
+    persisting window, they could mark lines again) and ``fence()`` called, untimed, before the
+    head start.
 
     ``ms`` is its event time; ``late_ms`` how much longer the host took to enqueue it (from the
     head-start event's enqueue to forward's return) than the GPU took from that event to the
@@ -219,6 +238,9 @@ def _timed_call(
     end = torch.cuda.Event(enable_timing=True)
     # torch's spin kernel (private, present since torch 1.x): absent, the call is timed as before
     spin: Callable[[int], None] | None = getattr(torch.cuda, "_sleep", None)
+    if fence is not None:
+        torch.cuda.synchronize()
+        fence()
     t0 = time.perf_counter()
     head.record(stream)
     if cushion_cycles and spin is not None:

@@ -131,6 +131,12 @@ class Timing(BaseModel):
     """The GPU's head start at the end of the timed calls, as a multiple of the first one (1, 2, 4
     or 8): late calls that cost time grow it (:mod:`upskills.verify.timing`). From the process
     that ran the calls, a diagnostic like ``late_calls``. None where not recorded."""
+    persisting_l2_bytes: int | None = None
+    """The most L2 the candidate's context set aside for persisting lines after a timed call
+    (0: none). Its persisting lines were demoted before each flush
+    (:mod:`upskills.verify.l2_fence`), so they gained nothing across calls; a non-zero value says
+    the candidate asked. From the process that ran the calls, a diagnostic. None where not
+    recorded."""
 
 
 class Verdict(BaseModel):
