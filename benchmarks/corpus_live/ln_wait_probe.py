@@ -8,14 +8,20 @@ not a candidate, and nothing it measures goes into a trace or a report):
 
 - per CTA: when it passed its prologue (weight and bias requested), and its SM;
 - per CTA and row: when the CTA's partial of the row was stored (its last warp's publish), and,
-  in the warp that claims the row, when the wait for the row's statistics began and ended.
+  in the warp that claims the row, when the wait for the row's statistics began and ended;
+- per CTA and row: when its first warp began the row's statistics pass S(r) (its DRAM reads),
+  so a late partial can be told apart: a CTA that began S(r) late (held up before it) or one
+  whose S(r) took long (its reads were slow).
 
 It times the stamped build beside the unchanged one (CUDA events, alternating calls) so the
 stamps' own cost is known, then prints per row: the last partial's publish (which CTA and SM),
 the claimers' wait (median, p90, max), the lag from the last publish to the first wait's end,
-and the period between rows (two rows' last publishes). It reads ``--calls`` stamped calls (3)
-and prints, per call, which CTAs and SMs published rows last: a CTA that is last on another SM
-says a place in the grid is slow, an SM that is last under another CTA says the SM is.
+and the period between rows (two rows' last publishes), and for the last publisher how far
+behind the median CTA it began S(r) and how long its S(r) took against the median CTA's; and
+the CTAs whose S passes were slowest over all rows, with their SMs. It reads ``--calls``
+stamped calls (3) and prints, per call, which CTAs and SMs published rows last: a CTA that is
+last on another SM says a place in the grid is slow, an SM that is last under another CTA says
+the SM is.
 
 The stamps are put in by text edits at four anchors of the kernel's source; a kernel without
 them is refused with the anchor that is missing (``transform``). ``%globaltimer`` may tick
@@ -39,7 +45,7 @@ from typing import Any
 DEFAULT_SESSION = "traces/corpus-live/kb1_40_layernorm-s21"
 ROWS_MAX = 64
 CTAS_MAX = 256
-FIELDS = 4  # per CTA and row: wait start, wait end, publish, (unused)
+FIELDS = 4  # per CTA and row: wait start, wait end, publish, S(r) start
 
 _DEVICE = f"""
 __device__ unsigned long long g_stamp[{CTAS_MAX} * {ROWS_MAX} * {FIELDS} + 2 * {CTAS_MAX}];
@@ -82,6 +88,14 @@ _EDITS: list[tuple[str, str]] = [
         f"    g_stamp[{CTAS_MAX} * {ROWS_MAX} * {FIELDS} + 2 * j] = probe_now();\n"
         f"    g_stamp[{CTAS_MAX} * {ROWS_MAX} * {FIELDS} + 2 * j + 1] = sm;\n"
         f"  }}\n",
+    ),
+    (
+        "  float s1 = 0.f, s2 = 0.f;\n",  # row_stats' first line: S(r) begins (its first warp)
+        "  if (tid == 0 && g_part0 != nullptr) {\n"
+        "    const long long w = part_rj - g_part0;\n"
+        f"    if (w >= 0 && w < (long long){ROWS_MAX} * gridDim.x)\n"
+        "      *probe_at((int)(w % gridDim.x), (int)(w / gridDim.x), 3) = probe_now();\n"
+        "  }\n",
     ),
     (
         "      st_word(part_rj, a, q, parity);\n",
@@ -155,6 +169,7 @@ def analyse(stamps: list[int], ctas: int, rows: int) -> dict[str, Any]:
         return stamps[(j * ROWS_MAX + r) * FIELDS + f]
 
     out_rows: list[dict[str, Any]] = []
+    s_times: dict[int, list[float]] = {}  # per CTA: its S passes' durations (us), row by row
     last_pub_prev: float | None = None
     for r in range(min(rows, ROWS_MAX)):
         pubs = [(at(j, r, 2), j) for j in range(ctas)]
@@ -163,6 +178,10 @@ def analyse(stamps: list[int], ctas: int, rows: int) -> dict[str, Any]:
         waits = [(at(j, r, 1) - at(j, r, 0)) / 1000.0 for j in range(ctas) if at(j, r, 1)]
         ends = [at(j, r, 1) for j in range(ctas) if at(j, r, 1)]
         ordered = sorted(waits)
+        s_start = {j: at(j, r, 3) for j in range(ctas) if at(j, r, 3)}
+        s_us = {j: (at(j, r, 2) - t) / 1000.0 for j, t in s_start.items() if at(j, r, 2) > t}
+        for j, us in s_us.items():
+            s_times.setdefault(j, []).append(us)
         row = {
             "row": r,
             "first_publish_us": round((first_t - t0) / 1000.0, 3),
@@ -178,6 +197,13 @@ def analyse(stamps: list[int], ctas: int, rows: int) -> dict[str, Any]:
             "period_us": None
             if last_pub_prev is None
             else round((last_t - last_pub_prev) / 1000.0, 3),
+            "last_s_start_behind_us": round(
+                (s_start[last_j] - statistics.median(s_start.values())) / 1000.0, 3
+            )
+            if last_j in s_start
+            else None,
+            "last_s_us": round(s_us[last_j], 3) if last_j in s_us else None,
+            "s_median_us": round(statistics.median(s_us.values()), 3) if s_us else None,
         }
         last_pub_prev = last_t
         out_rows.append(row)
@@ -191,6 +217,12 @@ def analyse(stamps: list[int], ctas: int, rows: int) -> dict[str, Any]:
         "sms_with_two_ctas": sum(1 for n in per_sm.values() if n == 2),
         "sms_with_one_cta": sum(1 for n in per_sm.values() if n == 1),
         "per_row": out_rows,
+        "slowest_s": [
+            {"cta": j, "sm": sms[j], "sm_ctas": per_sm[sms[j]], "s_median_us": round(m, 3)}
+            for m, j in sorted(
+                ((statistics.median(v), j) for j, v in s_times.items()), reverse=True
+            )[:8]
+        ],
     }
 
 
@@ -210,6 +242,7 @@ def stragglers(analyses: list[dict[str, Any]]) -> list[dict[str, Any]]:
                 "last_cta_rows": dict(sorted(ctas.items(), key=lambda kv: -kv[1])),
                 "last_sm_rows": dict(sorted(sms.items(), key=lambda kv: -kv[1])),
                 "cta_sm": sorted(pairs),
+                "slowest_s": a.get("slowest_s", [])[:3],
             }
         )
     return out
@@ -295,15 +328,22 @@ def print_table(result: dict[str, Any]) -> None:
     cols = [
         "row", "first_publish_us", "last_publish_us", "last_cta", "last_sm", "last_sm_ctas",
         "wait_median_us", "wait_p90_us", "wait_max_us", "lag_to_first_end_us", "period_us",
+        "last_s_start_behind_us", "last_s_us", "s_median_us",
     ]  # fmt: skip
     print("  ".join(cols))
     for row in result["per_row"]:
         print("  ".join(str(row[c]) for c in cols))
+    slow = ", ".join(
+        f"CTA {c['cta']} on SM {c['sm']} ({c['sm_ctas']} CTAs) {c['s_median_us']} us"
+        for c in result.get("slowest_s", [])
+    )
+    print(f"slowest S passes (median over rows): {slow}")
     for i, call in enumerate(result.get("stragglers", [])):
         pairs = ", ".join(f"CTA {j} on SM {sm}" for j, sm in call["cta_sm"])
+        slow = ", ".join(f"CTA {c['cta']} on SM {c['sm']}" for c in call.get("slowest_s", []))
         print(
             f"stamped call {i + 1}: last publishers (rows each) by CTA {call['last_cta_rows']}, "
-            f"by SM {call['last_sm_rows']}; {pairs}"
+            f"by SM {call['last_sm_rows']}; {pairs}; slowest S passes: {slow}"
         )
 
 

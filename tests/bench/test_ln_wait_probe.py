@@ -26,8 +26,8 @@ def test_the_stamps_go_into_the_final_kernel_and_it_is_built_under_its_own_name(
 
     source = _final_source()
     out = probe.transform(source)
-    # its definition, the prologue, the publish, the merge's two
-    assert out.count("probe_now()") == 5
+    # its definition, the prologue, S(r)'s start, the publish, the merge's two
+    assert out.count("probe_now()") == 6
     assert 'name="probe_corpus_kb40' in out
     assert 'functions=["probe_read", "probe_reset", "layer_norm_resident"]' in out
     assert "__device__ unsigned long long g_stamp[" in out
@@ -59,17 +59,19 @@ def test_the_rows_are_read_from_the_stamps():
     for j, (start, sm) in enumerate([(1000, 5), (1500, 5), (2000, 7)]):
         stamps[base + 2 * j], stamps[base + 2 * j + 1] = start, sm
 
-    def put(j: int, r: int, wait0: int, wait1: int, pub: int) -> None:
+    def put(j: int, r: int, wait0: int, wait1: int, pub: int, s0: int) -> None:
         at = (j * probe.ROWS_MAX + r) * probe.FIELDS
-        stamps[at], stamps[at + 1], stamps[at + 2] = wait0, wait1, pub
+        stamps[at], stamps[at + 1], stamps[at + 2], stamps[at + 3] = wait0, wait1, pub, s0
 
-    # row 0: CTA 1 publishes last at 9000; row 1: CTA 2 at 20000; waits of 1, 2, 3 and 4, 4, 4 us
-    put(0, 0, 8000, 9000 + 1000, 5000)
-    put(1, 0, 8000, 10000 + 0, 9000)
-    put(2, 0, 9000, 12000, 7000)
-    put(0, 1, 17000, 21000, 15000)
-    put(1, 1, 17000, 21000, 16000)
-    put(2, 1, 18000, 22000, 20000)
+    # row 0: CTA 1 publishes last at 9000; row 1: CTA 2 at 20000; waits of 1, 2, 3 and 4, 4, 4 us.
+    # S passes: row 0 begun at 2000, 3000, 2500 (CTA 1 0.5 us behind the median) and 3, 6, 4.5 us
+    # long; row 1 begun at 11000, 11500, 11000 and 4, 4.5, 9 us long (CTA 2 slow, not late)
+    put(0, 0, 8000, 9000 + 1000, 5000, 2000)
+    put(1, 0, 8000, 10000 + 0, 9000, 3000)
+    put(2, 0, 9000, 12000, 7000, 2500)
+    put(0, 1, 17000, 21000, 15000, 11000)
+    put(1, 1, 17000, 21000, 16000, 11500)
+    put(2, 1, 18000, 22000, 20000, 11000)
     got = probe.analyse(stamps, ctas, rows)
     assert got["prologue_spread_us"] == 1.0
     assert got["resolution_us"] == 0.5  # the smallest step between two stamps (1000 -> 1500)
@@ -80,6 +82,14 @@ def test_the_rows_are_read_from_the_stamps():
     assert r0["lag_to_first_end_us"] == 1.0 and r0["period_us"] is None
     assert (r1["last_cta"], r1["last_sm"], r1["last_sm_ctas"]) == (2, 7, 1)
     assert r1["period_us"] == 11.0 and r1["wait_median_us"] == 4.0
+    assert (r0["last_s_start_behind_us"], r0["last_s_us"], r0["s_median_us"]) == (0.5, 6.0, 4.5)
+    assert (r1["last_s_start_behind_us"], r1["last_s_us"], r1["s_median_us"]) == (0.0, 9.0, 4.5)
+    # CTAs by their median S pass over the rows: 2 (6.75 us), 1 (5.25), 0 (3.5)
+    assert [(c["cta"], c["sm"], c["s_median_us"]) for c in got["slowest_s"]] == [
+        (2, 7, 6.75),
+        (1, 5, 5.25),
+        (0, 5, 3.5),
+    ]
 
 
 def test_the_stragglers_of_each_call_are_counted_by_cta_and_by_sm():
@@ -94,4 +104,9 @@ def test_the_stragglers_of_each_call_are_counted_by_cta_and_by_sm():
     assert list(got[0]["last_cta_rows"]) == [10, 198]  # most rows first
     assert got[0]["last_sm_rows"] == {126: 2, 104: 1}
     assert got[0]["cta_sm"] == [(10, 126), (198, 104)]
-    assert got[1] == {"last_cta_rows": {10: 2}, "last_sm_rows": {4: 2}, "cta_sm": [(10, 4)]}
+    assert got[1] == {
+        "last_cta_rows": {10: 2},
+        "last_sm_rows": {4: 2},
+        "cta_sm": [(10, 4)],
+        "slowest_s": [],
+    }
