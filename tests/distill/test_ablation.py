@@ -208,6 +208,23 @@ def test_a_task_loaded_from_a_file_is_judged_from_that_file(tmp_path):
     assert result.ablations == {"confounded": 1}
 
 
+def test_a_builtin_task_is_judged_by_its_name_not_its_origin(tmp_path):
+    """A session records a built-in task's origin as ``builtin``: the judge must be handed the
+    task's name (it was handed ``builtin``, and no built-in episode could be ablated)."""
+    seen: list[str] = []
+
+    class Recorder(RuleTimer):
+        def __call__(self, task, task_hash, source):  # noqa: ANN001, ANN204
+            seen.append(task)
+            return super().__call__(task, task_hash, source)
+
+    _two_change_trace(tmp_path / "traces" / "t.jsonl", task_origin="builtin")
+    config = DistillConfig(ablate=True, ablation_cache=str(tmp_path / "abl.jsonl"))
+    result = distill([tmp_path / "traces"], tmp_path / "skills", None, config, Recorder(RULES))
+    assert seen and set(seen) == {"row_sum"}
+    assert result.ablations == {"ablated": 1}
+
+
 @pytest.mark.slow
 def test_cpu_verifier_checks_each_change_but_credits_none(tmp_path):
     from upskills.distill.ablate import VerifierJudge

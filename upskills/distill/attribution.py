@@ -25,6 +25,17 @@ NOT_MEASURED = "not measured one change at a time (run `upskills distill --ablat
 """Why an episode is confounded when no ablation ran."""
 
 
+def _judged_task(trace: TraceSummary) -> str:
+    """What the judge loads: the file a task came from, or a built-in task's name.
+
+    A session records ``task_origin`` as ``builtin`` for a built-in task; handing that to the
+    judge as a task name made every built-in episode unjudgeable (``unknown task 'builtin'``),
+    found on 2026-12-04 when 77 of the 261 kernels still to ablate named ``builtin``.
+    """
+    origin = trace.task_origin
+    return origin if origin and origin != "builtin" else trace.task
+
+
 class Attribution:
     """Attributes multi-change perf episodes (a context manager: closes its verifier)."""
 
@@ -56,7 +67,7 @@ class Attribution:
         else:
             try:
                 out = ablate_episode(
-                    trace.task_origin or trace.task,
+                    _judged_task(trace),
                     trace.task_hash,
                     b.kernel_source,
                     a.kernel_source,

@@ -1,0 +1,255 @@
+"""The ablation's CUDA kernels that do not compile, found here with nvcc before device time.
+
+``upskills distill --ablate --device cuda`` judges every kernel an ablation needs (``before``,
+``after``, and ``before`` with one change of the diff applied) that is not in the ablation cache
+yet. On 2026-12-04 261 were left, 247 of them CUDA, and of the 34 CUDA intermediates judged on the
+H200 so far 24 did not build: each such verdict spent a ``load_inline`` build (tens of seconds)
+of device time to say so. This script finds the kernels still to judge without a GPU (the
+distiller's own episode walk, with a recording judge and a copy of the cache), compiles each
+CUDA kernel's ``cuda_sources`` here (``nvcc --cubin`` for sm_90a against this machine's torch
+headers; identical sources once), and appends one line per kernel to ``--out``, so a killed run
+resumes where it stopped.
+
+With ``--record CACHE`` the kernels that did not compile, with nvcc's first error in the
+kernel's own source (not in a header), are appended to the ablation cache as measurements of a
+judge named :data:`JUDGE`: failed, error class ``compile``, the compiler's first error lines in
+the message. The GPU run then finds them in the cache and spends no device time on them; the
+distiller reads them as changes that fail alone, which is what they are. Kernels that compiled
+here are left to the GPU run: ``cpp_sources``, linking and the run itself are not checked here.
+
+Headers differ: torch here is not the device's (``torch_headers`` in each line says which), so
+an API one of them lacks could fail here and build there. The error-location filter keeps out
+failures inside torch's headers; a failure in the kernel's own lines is recorded as such.
+
+Usage: python benchmarks/corpus_live/ablation_prescreen.py [--traces traces/corpus-live]
+    [--cache benchmarks/results/ablations_h200.jsonl] [--out FILE.jsonl] [--jobs 2]
+    [--limit N] [--record CACHE]
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "benchmarks" / "verifier_v2"))
+sys.path.insert(0, str(ROOT / "benchmarks" / "corpus_live"))
+
+from scan_extensions_local import (  # noqa: E402  # pyright: ignore[reportMissingImports]
+    PRELUDE,
+    cuda_sources,
+    include_dirs,
+)
+
+from upskills.distill.ablate import Measurement, kernel_hash  # noqa: E402
+
+JUDGE = "nvcc-prescreen"
+"""The judge name of the measurements ``--record`` appends (not the verifier: no GPU ran)."""
+GPU = "none: nvcc on a CPU machine"
+"""What such a measurement says in place of a GPU name (part of its cache key)."""
+
+
+class _Recorder:
+    """A judge that judges nothing: it records what the distiller asks it to judge."""
+
+    name = "prescreen-recorder"
+    device = "cuda"
+
+    def __init__(self) -> None:
+        self.asked: list[tuple[str, str, str]] = []
+
+    def __call__(self, task: str, task_hash: str, source: str) -> Measurement:
+        self.asked.append((task, task_hash, source))
+        return Measurement(
+            key="",
+            task=task,
+            task_hash=task_hash,
+            kernel_hash=kernel_hash(source),
+            judge=self.name,
+            device="cuda",
+            passed=False,
+            error_class="not-judged",
+        )
+
+
+def pending(traces: Path, cache: Path) -> list[tuple[str, str, str]]:
+    """``(task, task_hash, source)`` of every kernel the ablation still has to judge."""
+    from upskills.distill.pipeline import DistillConfig, distill
+
+    with tempfile.TemporaryDirectory(prefix="prescreen-") as tmp:
+        copy = Path(tmp) / "cache.jsonl"
+        if cache.exists():
+            shutil.copy(cache, copy)
+        recorder = _Recorder()
+        config = DistillConfig(ablate=True, device="cuda", ablation_cache=str(copy))
+        distill([traces], Path(tmp) / "skills", None, config, judge=recorder)
+    seen: set[str] = set()
+    out = []
+    for task, task_hash, source in recorder.asked:
+        if kernel_hash(source) not in seen:
+            seen.add(kernel_hash(source))
+            out.append((task, task_hash, source))
+    return out
+
+
+def _nvcc_version() -> str:
+    proc = subprocess.run(["nvcc", "--version"], capture_output=True, text=True)
+    lines = [line for line in proc.stdout.splitlines() if "release" in line]
+    return lines[0].strip() if lines else "unknown"
+
+
+def compile_unit(
+    cu: str, work: Path, includes: list[str], prelude: str = PRELUDE
+) -> dict[str, Any]:
+    """``nvcc --cubin`` of one ``cuda_sources`` text: compiled or not, and where it failed.
+
+    ``prelude`` is what ``load_inline`` puts before the source (torch's headers); a test of this
+    script's own logic passes a lighter one."""
+    unit = work / "k.cu"
+    unit.write_text(prelude + cu, encoding="utf-8")
+    cmd = ["nvcc", "--cubin", "-arch=sm_90a", "-std=c++17", "-O1", "-w"]
+    cmd += [f"-I{i}" for i in includes] + ["-o", str(work / "k.cubin"), str(unit)]
+    proc = subprocess.run(cmd, capture_output=True, text=True)
+    if proc.returncode == 0:
+        return {"compiled": True}
+    errors = [line for line in proc.stderr.splitlines() if "error" in line]
+    first = errors[0] if errors else (proc.stderr.strip().splitlines() or ["(no output)"])[-1]
+    return {
+        "compiled": False,
+        "in_kernel": first.startswith(str(unit)),
+        "error": [e.replace(str(unit), "k.cu") for e in errors[:4]] or [first],
+    }
+
+
+def _rows(path: Path) -> Iterator[dict[str, Any]]:
+    if path.exists():
+        for line in path.read_text(encoding="utf-8").splitlines():
+            if line.strip():
+                yield json.loads(line)
+
+
+def prescreen(
+    kernels: list[tuple[str, str, str]], out: Path, jobs: int = 2, limit: int | None = None
+) -> list[dict[str, Any]]:
+    """Compile each CUDA kernel's sources not yet in ``out``; append a line per kernel."""
+    done = {r["kernel_hash"] for r in _rows(out)}
+    todo = [k for k in kernels if "load_inline" in k[2] and kernel_hash(k[2]) not in done]
+    todo = todo[:limit] if limit is not None else todo
+    base = Path(tempfile.mkdtemp(prefix="prescreen-nvcc-"))
+    includes = include_dirs(base)
+    nvcc = _nvcc_version()
+    import torch
+
+    by_text: dict[str, dict[str, Any]] = {}  # identical sources compiled once
+
+    def one(item: tuple[int, tuple[str, str, str]]) -> dict[str, Any]:
+        i, (task, task_hash, source) = item
+        started = time.perf_counter()
+        units = cuda_sources(source, f"k{i}.py")
+        results = []
+        for j, cu in enumerate(units):
+            key = hashlib.sha256(cu.encode()).hexdigest()
+            if key not in by_text:
+                work = base / f"{i}-{j}"
+                work.mkdir()
+                by_text[key] = compile_unit(cu, work, includes)
+            results.append(by_text[key])
+        failed = [r for r in results if not r["compiled"]]
+        return {
+            "kernel_hash": kernel_hash(source),
+            "task": task,
+            "task_hash": task_hash,
+            "units": len(units),
+            "compiled": bool(units) and not failed,
+            "in_kernel": bool(failed) and failed[0]["in_kernel"],
+            "error": failed[0]["error"] if failed else [],
+            "nvcc": nvcc,
+            "torch_headers": torch.__version__,
+            "seconds": round(time.perf_counter() - started, 1),
+        }
+
+    written = []
+    out.parent.mkdir(parents=True, exist_ok=True)
+    with ThreadPoolExecutor(max(1, jobs)) as pool:
+        for n, row in enumerate(pool.map(one, enumerate(todo)), 1):
+            with out.open("a", encoding="utf-8") as fh:
+                fh.write(json.dumps(row) + "\n")
+            written.append(row)
+            state = "compiled" if row["compiled"] else "FAILED: " + (row["error"] or ["?"])[0]
+            print(f"[{n}/{len(todo)}] {row['task']} {row['kernel_hash']} {state}", flush=True)
+    return written
+
+
+def record(out: Path, cache: Path) -> int:
+    """Append the kernels that failed in their own lines to the ablation cache; how many."""
+    have = {json.loads(line)["key"] for line in cache.read_text().splitlines() if line.strip()}
+    added = 0
+    with cache.open("a", encoding="utf-8") as fh:
+        for row in _rows(out):
+            if row["compiled"] or not row["in_kernel"]:
+                continue
+            key = f"cuda/{GPU}/{row['task_hash']}/{row['kernel_hash']}"
+            if key in have:
+                continue
+            m = Measurement(
+                key=key,
+                task=Path(row["task"]).stem,
+                task_hash=row["task_hash"],
+                kernel_hash=row["kernel_hash"],
+                judge=JUDGE,
+                device="cuda",
+                gpu=GPU,
+                passed=False,
+                error_class="compile",
+                message=(
+                    f"did not compile ({row['nvcc']}, --cubin for sm_90a, torch "
+                    f"{row['torch_headers']} headers; no GPU ran): " + " | ".join(row["error"])
+                )[:300],
+            )
+            fh.write(m.model_dump_json() + "\n")
+            have.add(key)
+            added += 1
+    return added
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--traces", type=Path, default=ROOT / "traces" / "corpus-live")
+    results = ROOT / "benchmarks" / "results"
+    ap.add_argument("--cache", type=Path, default=results / "ablations_h200.jsonl")
+    ap.add_argument("--out", type=Path, default=results / "ablation_prescreen.jsonl")
+    ap.add_argument("--jobs", type=int, default=2)
+    ap.add_argument("--limit", type=int, default=None, help="compile at most this many kernels")
+    ap.add_argument("--record", type=Path, default=None, help="ablation cache to append to")
+    args = ap.parse_args(argv)
+    if shutil.which("nvcc") is None:
+        print("nvcc is not on PATH", file=sys.stderr)
+        return 2
+    kernels = pending(args.traces, args.cache)
+    cuda = sum("load_inline" in k[2] for k in kernels)
+    print(f"{len(kernels)} kernels still to judge, {cuda} of them CUDA", flush=True)
+    prescreen(kernels, args.out, args.jobs, args.limit)
+    rows = list(_rows(args.out))
+    failed = [r for r in rows if not r["compiled"]]
+    print(
+        f"{args.out}: {len(rows)} kernels compiled here, {len(failed)} did not "
+        f"({sum(r['in_kernel'] for r in failed)} with the first error in the kernel's own lines)"
+    )
+    if args.record is not None:
+        print(f"recorded {record(args.out, args.record)} in {args.record}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
