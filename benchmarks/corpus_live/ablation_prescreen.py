@@ -2,9 +2,9 @@
 
 ``upskills distill --ablate --device cuda`` judges every kernel an ablation needs (``before``,
 ``after``, and ``before`` with one change of the diff applied) that is not in the ablation cache
-yet. On 2026-12-04 261 were left, 247 of them CUDA, and of the 34 CUDA intermediates judged on the
-H200 so far 24 did not build: each such verdict spent a ``load_inline`` build (tens of seconds)
-of device time to say so. This script finds the kernels still to judge without a GPU (the
+yet. On 2026-12-04 261 were left, 247 of them CUDA; of the 51 kernels the H200 ablation had
+judged, 19 were ``load_inline`` builds that failed, each verdict a build (tens of seconds) of
+device time spent to say so. This script finds the kernels still to judge without a GPU (the
 distiller's own episode walk, with a recording judge and a copy of the cache), compiles each
 CUDA kernel's ``cuda_sources`` here (``nvcc --cubin`` for sm_90a against this machine's torch
 headers; identical sources once), and appends one line per kernel to ``--out``, so a killed run
