@@ -89,6 +89,52 @@ def test_hunks_that_must_go_together_are_one_change():
     assert len(changes[0].hunks) == 3
 
 
+CUDA_BEFORE = r'''
+from torch.utils.cpp_extension import load_inline
+
+SRC = """
+__global__ void bias_act(const float* x, const float* b, float* y, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) y[i] = fmaxf(x[i] + b[i], 0.f);
+}
+
+void launch(const float* x, const float* b, float* y, int n) {
+  bias_act<<<(n + 255) / 256, 256>>>(x, b, y, n);
+}
+"""
+ext = load_inline("k", cpp_sources="", cuda_sources=SRC, functions=["launch"])
+'''
+
+
+def test_a_cuda_helper_and_its_caller_in_a_string_are_one_change():
+    """C++ in a string is text to Python's syntax tree: the hunk that adds a ``__device__``
+    helper and the hunk that calls it went apart, and the caller alone did not compile
+    (``identifier "gelu_erf" is undefined``, the nvcc prescreen of 2026-12-04). A retune of the
+    block size elsewhere in the same string stays a change of its own."""
+    after = CUDA_BEFORE.replace(
+        "__global__ void bias_act(",
+        "__device__ float gelu_erf(float v) {\n  return 0.5f * v * (1.f + erff(v * 0.7071f));\n}\n"
+        "\n__global__ void bias_act(",
+    ).replace("y[i] = fmaxf(x[i] + b[i], 0.f);", "y[i] = gelu_erf(x[i] + b[i]);")
+    after = after.replace("(n + 255) / 256, 256>>>", "(n + 511) / 512, 512>>>")
+    changes = split_changes(CUDA_BEFORE, after)
+    assert len(changes) == 2
+    helper = next(c for c in changes if any("gelu_erf(float v)" in line for line in c.added))
+    assert any("y[i] = gelu_erf(" in line for line in helper.added)  # the call went with it
+    retune = next(c for c in changes if c is not helper)
+    assert [line.strip() for line in retune.added] == [
+        "bias_act<<<(n + 511) / 512, 512>>>(x, b, y, n);"
+    ]
+    # and a helper removed in one hunk goes with the hunk that stops calling it
+    back = split_changes(after, CUDA_BEFORE)
+    assert len(back) == 2
+    assert any(
+        any("gelu_erf(float v)" in line for line in c.removed)
+        and any("y[i] = gelu_erf(" in line for line in c.removed)
+        for c in back
+    )
+
+
 def test_ablation_credits_each_change_with_its_own_effect(tmp_path):
     judge = RuleTimer(RULES)
     cache = AblationCache(tmp_path / "ablations.jsonl")

@@ -7,8 +7,9 @@ alignment hint, clamped offsets). To say which change bought the speed, the diff
 1. ``difflib`` finds the line hunks between the two sources;
 2. hunks that must go together are grouped: a name bound in one hunk and used in another (and
    absent from the other kernel), a function whose signature changed with the hunks that call
-   it, and any hunk that does not parse when applied alone (merged with its neighbour until the
-   partial kernel parses);
+   it, the hunks of a CUDA/C++ source held in a string that mention the same identifier new to
+   ``after`` (or gone from it), and any hunk that does not parse when applied alone (merged with
+   its neighbour until the partial kernel parses);
 3. changes to comments and docstrings only are dropped (they change no code);
 4. each change is described by what it does: techniques it adds or removes
    (``analyze_kernel`` of ``before`` + that change alone) and the sizes it retunes
@@ -202,6 +203,55 @@ def _link_names(hunks: Sequence[Hunk], mine: ast.AST, other: ast.AST, side: str,
             g.union(min(owners), o)
 
 
+_IDENT = re.compile(r"\b[A-Za-z_]\w*\b")
+_CPP_COMMENT = re.compile(r"//.*$|/\*.*?\*/")
+
+
+def _words(line: str) -> set[str]:
+    """Identifiers of a line of C++ (its ``//`` and one-line ``/* */`` comments left out)."""
+    return set(_IDENT.findall(_CPP_COMMENT.sub("", line)))
+
+
+def _string_lines(tree: ast.AST) -> set[int]:
+    """1-based lines of a multi-line string constant: the C++ a ``load_inline`` module holds."""
+    out: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str):
+            end = node.end_lineno or node.lineno
+            if end > node.lineno:
+                out |= set(range(node.lineno, end + 1))
+    return out
+
+
+def _link_string_words(
+    a: Sequence[str], b: Sequence[str], hunks: Sequence[Hunk], tb: ast.AST, ta: ast.AST, g: _Groups
+) -> None:
+    """Join the hunks of C++ in strings that mention one identifier new to ``after`` or gone.
+
+    A helper added in one hunk and called in another, or one removed in one hunk and its calls
+    in another. Python's names are linked from its syntax tree; C++ in a string is only text to
+    it, and the 2026-12-04 nvcc prescreen found CUDA intermediates failing on ``identifier
+    "gelu_erf" is undefined``: the helper's hunk and its caller's, apart.
+    """
+    in_b, in_a = _string_lines(ta), _string_lines(tb)
+    before_words = set().union(*(_words(line) for line in a)) if a else set()
+    after_words = set().union(*(_words(line) for line in b)) if b else set()
+    new, gone = after_words - before_words, before_words - after_words
+    owners: dict[tuple[str, str], set[int]] = {}
+    for i, h in enumerate(hunks):
+        for ln in range(h.b0, h.b1):
+            if ln + 1 in in_b:
+                for word in _words(b[ln]) & new:
+                    owners.setdefault(("+", word), set()).add(i)
+        for ln in range(h.a0, h.a1):
+            if ln + 1 in in_a:
+                for word in _words(a[ln]) & gone:
+                    owners.setdefault(("-", word), set()).add(i)
+    for group in owners.values():
+        for o in sorted(group)[1:]:
+            g.union(min(group), o)
+
+
 def _link_signatures(hunks: Sequence[Hunk], tb: ast.AST, ta: ast.AST, g: _Groups) -> None:
     """A function whose parameters changed goes with every changed call of it."""
     sb, sa = _signatures(tb), _signatures(ta)
@@ -274,6 +324,7 @@ def _split(before: str, after: str) -> tuple[Change, ...]:
         _link_names(hunks, ta, tb, "b", g)
         _link_names(hunks, tb, ta, "a", g)
         _link_signatures(hunks, tb, ta, g)
+        _link_string_words(a, b, hunks, tb, ta, g)
         _merge_unparsable(a, b, hunks, g)
     base = analyze_kernel(before)
     groups = g.groups()
