@@ -171,7 +171,7 @@ def prescreen(
             "task": task,
             "task_hash": task_hash,
             "units": len(units),
-            "compiled": bool(units) and not failed,
+            "compiled": not failed if units else None,  # None: no cuda_sources were found
             "in_kernel": bool(failed) and failed[0]["in_kernel"],
             "error": failed[0]["error"] if failed else [],
             "nvcc": nvcc,
@@ -186,7 +186,9 @@ def prescreen(
             with out.open("a", encoding="utf-8") as fh:
                 fh.write(json.dumps(row) + "\n")
             written.append(row)
-            state = "compiled" if row["compiled"] else "FAILED: " + (row["error"] or ["?"])[0]
+            state = {True: "compiled", None: "no cuda_sources found (left to the GPU)"}.get(
+                row["compiled"], "FAILED: " + (row["error"] or ["?"])[0]
+            )
             print(f"[{n}/{len(todo)}] {row['task']} {row['kernel_hash']} {state}", flush=True)
     return written
 
@@ -197,7 +199,7 @@ def record(out: Path, cache: Path) -> int:
     added = 0
     with cache.open("a", encoding="utf-8") as fh:
         for row in _rows(out):
-            if row["compiled"] or not row["in_kernel"]:
+            if row["compiled"] is not False or not row["in_kernel"]:
                 continue
             key = f"cuda/{GPU}/{row['task_hash']}/{row['kernel_hash']}"
             if key in have:
@@ -240,11 +242,15 @@ def main(argv: list[str] | None = None) -> int:
     cuda = sum("load_inline" in k[2] for k in kernels)
     print(f"{len(kernels)} kernels still to judge, {cuda} of them CUDA", flush=True)
     prescreen(kernels, args.out, args.jobs, args.limit)
-    rows = list(_rows(args.out))
-    failed = [r for r in rows if not r["compiled"]]
+    asked = {kernel_hash(k[2]) for k in kernels}
+    rows = [r for r in _rows(args.out) if r["kernel_hash"] in asked]  # still pending ones
+    failed = [r for r in rows if r["compiled"] is False]
+    unread = sum(r["compiled"] is None for r in rows)
     print(
-        f"{args.out}: {len(rows)} kernels compiled here, {len(failed)} did not "
-        f"({sum(r['in_kernel'] for r in failed)} with the first error in the kernel's own lines)"
+        f"{args.out}: of the {cuda} CUDA kernels still to judge, {len(rows)} were compiled here: "
+        f"{len(failed)} did not compile ({sum(r['in_kernel'] for r in failed)} with the first "
+        f"error in the kernel's own lines); {unread} gave no cuda_sources (their module failed "
+        "before load_inline here: left to the GPU)"
     )
     if args.record is not None:
         print(f"recorded {record(args.out, args.record)} in {args.record}")

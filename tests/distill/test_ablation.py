@@ -135,6 +135,25 @@ def test_a_cuda_helper_and_its_caller_in_a_string_are_one_change():
     )
 
 
+def test_an_import_goes_with_the_hunks_that_use_the_name_it_binds():
+    """An attempt that moves to CUDA adds ``from torch.utils.cpp_extension import load_inline``
+    in one hunk and calls it in another: apart, the caller's intermediate failed to import
+    (``NameError: name 'load_inline' is not defined``, the nvcc prescreen of 2026-12-04). An
+    unrelated change stays its own."""
+    before = "import torch\n\n\ndef f(x):\n    return x + 1\n\n\ndef g(x):\n    return x * 2\n"
+    after = before.replace(
+        "import torch\n", "import torch\nfrom torch.utils.cpp_extension import load_inline\n"
+    )
+    after = after.replace("return x * 2", 'return load_inline("k", cpp_sources="", functions=[])')
+    after = after.replace("return x + 1", "return x + 2")
+    changes = split_changes(before, after)
+    assert len(changes) == 2
+    cuda = next(c for c in changes if any("load_inline(" in line for line in c.added))
+    assert any(line.startswith("from torch.utils.cpp_extension") for line in cuda.added)
+    other = next(c for c in changes if c is not cuda)
+    assert [line.strip() for line in other.added] == ["return x + 2"]
+
+
 def test_ablation_credits_each_change_with_its_own_effect(tmp_path):
     judge = RuleTimer(RULES)
     cache = AblationCache(tmp_path / "ablations.jsonl")

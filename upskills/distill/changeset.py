@@ -136,6 +136,11 @@ def _bindings(tree: ast.AST) -> tuple[dict[str, set[int]], dict[str, set[int]]]:
             bound.setdefault(node.name, set()).add(node.lineno)
         elif isinstance(node, ast.arg):
             bound.setdefault(node.arg, set()).add(node.lineno)
+        elif isinstance(node, ast.Import | ast.ImportFrom):  # `import a.b` binds `a`
+            for alias in node.names:
+                name = alias.asname or alias.name.split(".")[0]
+                lines = range(node.lineno, (node.end_lineno or node.lineno) + 1)
+                bound.setdefault(name, set()).update(lines)
     return bound, used
 
 
