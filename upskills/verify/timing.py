@@ -139,9 +139,8 @@ def time_cuda(
         ``(timing, last)``: the statistics (``late_calls``: the timed calls whose forward was
         still being enqueued when the GPU reached their start event; ``persisting_l2_bytes``: the
         most L2 the context set aside for persisting lines after any timed call) and
-        ``(tag, output)`` of
-        the last ``keep_last`` timed calls (none with ``keep_at``), so the caller can check the
-        timed calls computed the right thing.
+        ``(tag, output)`` of the last ``keep_last`` timed calls (none with ``keep_at``), so the
+        caller can check the timed calls computed the right thing.
     """
     if flush_mode not in ("write", "read"):
         raise ValueError(f"flush_mode is 'write' or 'read', not {flush_mode!r}")
