@@ -968,11 +968,26 @@ NO_SPAN = _stack_walker(
 )
 
 
+# the same walk to the L2 fence's module, whose demotion of persisting lines is rebound to a
+# no-op: lines a persisting window kept would outlive the flush again (``l2_fence``)
+NO_L2_FENCE = _stack_walker(
+    "the L2 fence rebound to a no-op: persisting lines outlive the flush",
+    """
+    if "sys" in g:
+        mods = reach(g["sys"], "mod" + "ules")
+        name = next(k for k in list(mods) if k.endswith("ify.l2_" + "fence"))
+        reach(mods[name], "__di" + "ct__")["demote_persisting_" + "lines"] = lambda: None
+        break
+    """,
+)
+
+
 @pytest.mark.parametrize(
     ("source", "named"),
     [
         # a rebound function of the verifier's own modules, watched like torch's
         pytest.param(UNPERTURB, "perturb_inputs", id="switches_off_the_input_perturbation"),
+        pytest.param(NO_L2_FENCE, "demote_persisting_lines", id="switches_off_the_l2_fence"),
         # a function edited in place: its defaults (or code) changed, its identity not
         pytest.param(NO_FLUSH, "time_cuda (edited in place)", id="edits_the_timers_defaults"),
         # a constant of the verifier's own modules (upper-case names), not a function

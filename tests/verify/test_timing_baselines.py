@@ -298,7 +298,8 @@ def test_the_l2_fence_names_a_driver_it_cannot_load_or_a_call_it_refused(monkeyp
     def no_driver(name: str) -> None:
         raise OSError(f"{name}: cannot open shared object file")
 
-    monkeypatch.setattr(l2_fence, "_DRIVER", {})
+    monkeypatch.setattr(l2_fence, "_reset", None)
+    monkeypatch.setattr(l2_fence, "_get_limit", None)
     monkeypatch.setattr(ctypes, "CDLL", no_driver)
     with pytest.raises(l2_fence.L2FenceError, match="cannot be loaded.*libcuda"):
         l2_fence.demote_persisting_lines()
@@ -310,8 +311,8 @@ def test_the_l2_fence_names_a_driver_it_cannot_load_or_a_call_it_refused(monkeyp
         ctypes.cast(out, ctypes.POINTER(ctypes.c_size_t)).contents.value = 5 << 20  # pyright: ignore[reportArgumentType]
         return status["limit"]
 
-    driver = {"reset": lambda: status["reset"], "get_limit": get_limit}
-    monkeypatch.setattr(l2_fence, "_DRIVER", driver)
+    monkeypatch.setattr(l2_fence, "_reset", lambda: status["reset"])
+    monkeypatch.setattr(l2_fence, "_get_limit", get_limit)
     l2_fence.demote_persisting_lines()
     assert l2_fence.persisting_limit() == 5 << 20
     status.update(reset=l2_fence.NOT_SUPPORTED, limit=l2_fence.NOT_SUPPORTED)

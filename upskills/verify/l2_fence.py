@@ -13,7 +13,9 @@ may still keep lines persisting *within* one call; only what crosses from one ti
 next is undone.
 
 The entry points are resolved by :func:`prepare` in the candidate's process before the
-candidate's module is imported, so nothing the candidate does to ``ctypes`` later reaches them.
+candidate's module is imported, so nothing the candidate does to ``ctypes`` later reaches them,
+and this module is one the candidate's library snapshot watches (a rebound function or entry
+point is a ``library_patch``).
 """
 
 from __future__ import annotations
@@ -33,7 +35,11 @@ class L2FenceError(RuntimeError):
     """The driver could not be reached, or refused a call, so the fence cannot be kept."""
 
 
-_DRIVER: dict[str, Any] = {}
+_reset: Any = None
+"""``cuCtxResetPersistingL2Cache``, once :func:`prepare` resolved it: a callable of one of the
+verifier's own modules, so the candidate's library snapshot watches it (one rebound is caught)."""
+_get_limit: Any = None
+"""``cuCtxGetLimit``, once :func:`prepare` resolved it."""
 _LOCK = threading.Lock()
 
 
@@ -43,8 +49,9 @@ def prepare() -> None:
     Raises:
         L2FenceError: ``libcuda.so.1`` cannot be loaded or lacks the entry points.
     """
+    global _reset, _get_limit
     with _LOCK:
-        if _DRIVER:
+        if _reset is not None and _get_limit is not None:
             return
         try:
             lib = ctypes.CDLL("libcuda.so.1")
@@ -54,7 +61,7 @@ def prepare() -> None:
         reset.restype, reset.argtypes = ctypes.c_int, []
         get_limit.restype = ctypes.c_int
         get_limit.argtypes = [ctypes.POINTER(ctypes.c_size_t), ctypes.c_int]
-        _DRIVER.update(reset=reset, get_limit=get_limit)
+        _reset, _get_limit = reset, get_limit
 
 
 def demote_persisting_lines() -> None:
@@ -68,7 +75,7 @@ def demote_persisting_lines() -> None:
             ``CUDA_ERROR_NOT_SUPPORTED``.
     """
     prepare()
-    status = _DRIVER["reset"]()
+    status = _reset()
     if status not in (0, NOT_SUPPORTED):
         raise L2FenceError(f"cuCtxResetPersistingL2Cache returned CUresult {status}")
 
@@ -81,7 +88,7 @@ def persisting_limit() -> int:
     """
     prepare()
     value = ctypes.c_size_t()
-    status = _DRIVER["get_limit"](ctypes.byref(value), PERSISTING_L2_LIMIT)
+    status = _get_limit(ctypes.byref(value), PERSISTING_L2_LIMIT)
     if status == NOT_SUPPORTED:
         return 0
     if status != 0:

@@ -59,6 +59,7 @@ _OWN_MODULES = (
     "upskills.verify.perturb",
     "upskills.verify.perturb_kernel",
     "upskills.verify.timing",
+    "upskills.verify.l2_fence",
     "upskills.verify.transport",
     "upskills.verify.guards",
     "upskills.verify.library_snapshot",
