@@ -181,8 +181,39 @@ def test_a_change_that_fails_alone_stays_confounded(tmp_path):
         AblationCache(None),
     )
     assert out.status == "confounded"
-    assert "#0 adds vectorized_memory fails alone" in out.reason
+    want = "not separable: #0 `adds vectorized_memory` failed alone (needs the other changes)"
+    assert out.reason == want
     assert [c.credited for c in out.changes] == [False, True]
+
+
+def test_the_reason_tells_a_change_that_failed_alone_from_one_not_timed(tmp_path):
+    """Read from a cache that holds one change alone (failed) and lacks the other: the reason
+    says which failed and which was not timed (it said both "fail alone")."""
+    path = tmp_path / "ablations.jsonl"
+    ablate_episode(
+        "row_sum",
+        "h",
+        ROW_SUM_MASKED,
+        ROW_SUM_HINTED_TUNED,
+        RuleTimerFailingAlone(RULES),
+        AblationCache(path),
+    )
+    changes = split_changes(ROW_SUM_MASKED, ROW_SUM_HINTED_TUNED)
+    tuned_alone = kernel_hash(apply_changes(ROW_SUM_MASKED, ROW_SUM_HINTED_TUNED, [changes[1]]))
+    kept = [line for line in path.read_text().splitlines() if tuned_alone not in line]
+    (tmp_path / "partial.jsonl").write_text("\n".join(kept) + "\n")
+    out = ablate_episode(
+        "row_sum",
+        "h",
+        ROW_SUM_MASKED,
+        ROW_SUM_HINTED_TUNED,
+        None,
+        AblationCache(tmp_path / "partial.jsonl"),
+    )
+    assert out.reason == (
+        "not separable: #0 `adds vectorized_memory` failed alone (needs the other changes); "
+        "#1 `num_warps=8 (new)` not timed alone"
+    )
 
 
 class RuleTimerFailingAlone(RuleTimer):

@@ -286,10 +286,13 @@ def _conclude(out: EpisodeAblation) -> EpisodeAblation:
     failing = [e for e in out.changes if e.alone is not None and not e.alone.passed]
     missing = [e for e in out.changes if e.alone is None or (e.alone.passed and not e.credited)]
     if failing or missing:
-        names = "; ".join(f"#{e.index} {e.summary}" for e in failing + missing)
-        out.reason = f"not separable: {names} " + (
-            "fails alone (needs the other changes)" if failing else "not timed alone"
-        )
+
+        def named(effects: list[ChangeEffect]) -> str:
+            return ", ".join(f"#{e.index} `{e.summary}`" for e in effects)
+
+        parts = [f"{named(failing)} failed alone (needs the other changes)"] if failing else []
+        parts += [f"{named(missing)} not timed alone"] if missing else []
+        out.reason = "not separable: " + "; ".join(parts)
         return out
     out.status = "ablated"
     whole = _ratio(out.before, out.after) or 1.0
