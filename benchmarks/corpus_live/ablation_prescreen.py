@@ -193,13 +193,19 @@ def prescreen(
     return written
 
 
-def record(out: Path, cache: Path) -> int:
-    """Append the kernels that failed in their own lines to the ablation cache; how many."""
+def record(out: Path, cache: Path, asked: set[str] | None = None) -> int:
+    """Append the kernels that failed in their own lines to the ablation cache; how many.
+
+    ``asked``: the kernel hashes the ablation still asks for (a line of ``out`` made for an
+    older split of the diffs is left out); None records every failure in ``out``.
+    """
     have = {json.loads(line)["key"] for line in cache.read_text().splitlines() if line.strip()}
     added = 0
     with cache.open("a", encoding="utf-8") as fh:
         for row in _rows(out):
             if row["compiled"] is not False or not row["in_kernel"]:
+                continue
+            if asked is not None and row["kernel_hash"] not in asked:
                 continue
             key = f"cuda/{GPU}/{row['task_hash']}/{row['kernel_hash']}"
             if key in have:
@@ -253,7 +259,7 @@ def main(argv: list[str] | None = None) -> int:
         "before load_inline here: left to the GPU)"
     )
     if args.record is not None:
-        print(f"recorded {record(args.out, args.record)} in {args.record}")
+        print(f"recorded {record(args.out, args.record, asked)} in {args.record}")
     return 0
 
 

@@ -65,6 +65,11 @@ def test_a_kernel_that_failed_in_its_own_lines_is_found_in_the_cache_by_the_gpu_
     assert "no GPU ran" in found.message and 'identifier "q" is undefined' in found.message
     assert AblationCache(cache).lookup("cuda", "th", header) is None  # left to the GPU run
     assert AblationCache(cache).lookup("cuda", "th", fine) is None
+    # a failure the ablation no longer asks for (made for an older split) is not recorded
+    other = tmp_path / "other.jsonl"
+    other.write_text("")
+    assert pre.record(out, other, asked={kernel_hash(fine)}) == 0
+    assert pre.record(out, other, asked={kernel_hash(broken)}) == 1
 
 
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="needs nvcc")
