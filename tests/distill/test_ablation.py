@@ -278,10 +278,9 @@ def test_distill_with_ablation_writes_each_effect_separately(tmp_path):
     assert no_cache.ablations == {"confounded": 2}
 
 
-def test_a_task_loaded_from_a_file_is_judged_from_that_file(tmp_path):
-    """KernelBench sessions name the task by its file's stem; the ablation must load the file
-    (the H200 run stopped on ``unknown task '39_L2Norm_'``), and a file that is gone makes the
-    episode confounded, not the run fail."""
+def _judged_as(tmp_path, origin: str):
+    """Distill a two-change trace whose task came from ``origin``, with a judge that records
+    the task it is handed: ``(tasks seen, result, config)``."""
     seen: list[str] = []
 
     class Recorder(RuleTimer):
@@ -289,9 +288,17 @@ def test_a_task_loaded_from_a_file_is_judged_from_that_file(tmp_path):
             seen.append(task)
             return super().__call__(task, task_hash, source)
 
-    _two_change_trace(tmp_path / "traces" / "t.jsonl", task_origin="kb/level1/47_Sum.py")
+    _two_change_trace(tmp_path / "traces" / "t.jsonl", task_origin=origin)
     config = DistillConfig(ablate=True, ablation_cache=str(tmp_path / "abl.jsonl"))
     result = distill([tmp_path / "traces"], tmp_path / "skills", None, config, Recorder(RULES))
+    return seen, result, config
+
+
+def test_a_task_loaded_from_a_file_is_judged_from_that_file(tmp_path):
+    """KernelBench sessions name the task by its file's stem; the ablation must load the file
+    (the H200 run stopped on ``unknown task '39_L2Norm_'``), and a file that is gone makes the
+    episode confounded, not the run fail."""
+    seen, result, config = _judged_as(tmp_path, "kb/level1/47_Sum.py")
     assert seen and set(seen) == {"kb/level1/47_Sum.py"}
     assert result.ablations == {"ablated": 1}
 
@@ -307,16 +314,7 @@ def test_a_task_loaded_from_a_file_is_judged_from_that_file(tmp_path):
 def test_a_builtin_task_is_judged_by_its_name_not_its_origin(tmp_path):
     """A session records a built-in task's origin as ``builtin``: the judge must be handed the
     task's name (it was handed ``builtin``, and no built-in episode could be ablated)."""
-    seen: list[str] = []
-
-    class Recorder(RuleTimer):
-        def __call__(self, task, task_hash, source):  # noqa: ANN001, ANN204
-            seen.append(task)
-            return super().__call__(task, task_hash, source)
-
-    _two_change_trace(tmp_path / "traces" / "t.jsonl", task_origin="builtin")
-    config = DistillConfig(ablate=True, ablation_cache=str(tmp_path / "abl.jsonl"))
-    result = distill([tmp_path / "traces"], tmp_path / "skills", None, config, Recorder(RULES))
+    seen, result, _ = _judged_as(tmp_path, "builtin")
     assert seen and set(seen) == {"row_sum"}
     assert result.ablations == {"ablated": 1}
 
