@@ -10,9 +10,9 @@ first line only: the run-time guards in :mod:`upskills.verify.guards` catch what
 from __future__ import annotations
 
 import ast
-import re
 from dataclasses import dataclass
 
+from upskills.verify.static_cpp import cpp_issues
 from upskills.verify.verdict import ErrorClass
 
 FORBIDDEN_MODULES = {
@@ -137,26 +137,6 @@ HOOK_METHODS = {"_pop_mode", "_push_mode", "_set_dispatch_mode", "_disable_curre
 
 JUDGE_WORDS = ("INTERPRET", "/proc/", "upskills.verify", "upskills-", "upskills_reference")
 """String literals that can only serve to detect or reach the judge."""
-
-CPP_MARKERS = re.compile(r"#include|__global__|torch::Tensor|extern\s+\"C\"|PYBIND11_MODULE")
-"""A string literal with one of these is C++ source (for ``load_inline``)."""
-
-CPP_LIBRARY_CALLS = re.compile(
-    r"\b(?:cublas|cublasLt|cudnn|cufft|cusparse|cusolver)\w*"
-    r"|\bat::native::|\bat::cuda::blas\b|\bdlopen\b|\bdlsym\b|\bdlfcn\.h\b|\bRTLD_\w+"
-)
-"""Calls in C++ source that hand the compute to a vendor library or ATen's native code, or
-load code by name at run time (see :mod:`upskills.verify.libraries`)."""
-
-CPP_L2_PERSISTENCE = re.compile(
-    r"\b(?:accessPolicyWindow|\w*AccessPolicyWindow|\w*ACCESS_POLICY_WINDOW|\w*PersistingL2\w*"
-    r"|\w*PERSISTING_L2\w*"
-    r"|cudaAccessPropertyPersisting|CU_ACCESS_PROPERTY_PERSISTING)\b"
-)
-"""C++ that sets lines of L2 aside for given addresses (an access policy window, the persisting
-L2 limit): they outlive the judge's L2 flush between timed calls, so a kernel would read its
-inputs from L2 when timed and be credited with bandwidth it does not have. A single call gains
-nothing from it; only repeated calls on the same buffers do, which is the timer's loop."""
 
 PROTECTED_ROOTS = {"torch", "triton", "time", "numpy", "builtins", "os", "sys", "functools"}
 """Modules whose attributes a candidate must not assign (patched timers, synchronize, ...)."""
@@ -337,23 +317,9 @@ class _GuardVisitor(ast.NodeVisitor):
     def visit_Constant(self, node: ast.Constant) -> None:
         if isinstance(node.value, str) and any(w in node.value for w in JUDGE_WORDS):
             self._flag(node, f"(e) the string {node.value!r} detects or reaches the judge", "judge")
-        if isinstance(node.value, str) and CPP_MARKERS.search(node.value):
-            found = CPP_LIBRARY_CALLS.search(node.value)
-            if found:
-                self._flag(
-                    node,
-                    f"(b) the C++ source calls {found.group(0).strip()!r}: a library doing the "
-                    "work is not the candidate's kernel",
-                    "vendor_library",
-                )
-            kept = CPP_L2_PERSISTENCE.search(node.value)
-            if kept:
-                self._flag(
-                    node,
-                    f"(d) the C++ source uses {kept.group(0)!r}: L2 lines set aside across calls "
-                    "outlive the L2 flush between timed calls",
-                    "l2_persistence",
-                )
+        if isinstance(node.value, str):
+            for message, rule in cpp_issues(node.value):
+                self._flag(node, message, rule)
 
     def visit_ClassDef(self, node: ast.ClassDef) -> None:
         for base in node.bases:
