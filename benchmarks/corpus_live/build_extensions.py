@@ -8,8 +8,14 @@ prints one line per kernel and never stops on a failure.
 
     python benchmarks/corpus_live/build_extensions.py FOLDER...  # the sessions' current kernels
     python benchmarks/corpus_live/build_extensions.py --finals traces/corpus-live [--tasks a,b]
+    python benchmarks/corpus_live/build_extensions.py --ablation CACHE [--traces traces/corpus-live]
 
-Set ``TORCH_EXTENSIONS_DIR`` to the folder the checks use (single.sh does).
+``--ablation``: the CUDA kernels ``upskills distill --ablate`` still has to judge against that
+ablation cache (the distiller's own episode walk, ``ablation_prescreen.pending``), so the
+ablation that follows times kernels instead of building them one at a time.
+
+Set ``TORCH_EXTENSIONS_DIR`` to the folder the checks use (single.sh does); each source builds
+in a folder of its own under it, as in a check (``build_locks.source_extensions_root``).
 """
 
 from __future__ import annotations
@@ -30,7 +36,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from recheck import finals, task_name  # noqa: E402  # pyright: ignore[reportMissingImports]
 
 from upskills.trace import read_trace  # noqa: E402
-from upskills.verify.build_locks import clear_stale_locks  # noqa: E402
+from upskills.verify.build_locks import (  # noqa: E402
+    clear_stale_locks,
+    source_extensions_root,
+)
 
 
 def sources(folders: list[Path], final: bool) -> list[tuple[str, str]]:
@@ -46,6 +55,19 @@ def sources(folders: list[Path], final: bool) -> list[tuple[str, str]]:
         if src and "load_inline" in src:
             out.append((folder.name, src))
     return out
+
+
+def ablation_sources(traces: Path, cache: Path) -> list[tuple[str, str]]:
+    """(name, kernel source) of each CUDA kernel the ablation still has to judge."""
+    from ablation_prescreen import pending  # noqa: PLC0415  # pyright: ignore[reportMissingImports]
+
+    from upskills.distill.ablate import kernel_hash  # noqa: PLC0415
+
+    return [
+        (f"{Path(task).stem}-{kernel_hash(src)[:12]}", src)
+        for task, _, src in pending(traces, cache)
+        if "load_inline" in src
+    ]
 
 
 _RUNNING: set[subprocess.Popen[str]] = set()
@@ -64,6 +86,8 @@ def build(name: str, src: str, timeout: float) -> str:
             stderr=subprocess.PIPE,
             text=True,
             start_new_session=True,  # its compiler processes are killed with it
+            # where a check of this source looks for its build (a folder per source)
+            env={**os.environ, "TORCH_EXTENSIONS_DIR": str(source_extensions_root(src))},
         )
         _RUNNING.add(proc)
         try:
@@ -104,9 +128,13 @@ def main() -> int:
     ap.add_argument("folders", nargs="*", type=Path, help="session folders (their current kernel)")
     ap.add_argument("--finals", type=Path, help="a corpus root: each task's final kernel instead")
     ap.add_argument("--tasks", default=None, help="with --finals: only these tasks")
+    ap.add_argument("--ablation", type=Path, help="an ablation cache: the kernels still to judge")
+    ap.add_argument("--traces", type=Path, default=Path("traces/corpus-live"))
     ap.add_argument("--timeout", type=float, default=240)
     args = ap.parse_args()
-    if args.finals:
+    if args.ablation:
+        jobs = ablation_sources(args.traces, args.ablation)
+    elif args.finals:
         folders = finals(sorted(p.parent for p in args.finals.glob("*/state.json")))
         if args.tasks:
             wanted = set(args.tasks.split(","))

@@ -30,7 +30,9 @@
 #   FLUSH=1          benchmarks/flush_bias.py: the same calls timed after the verifier's write
 #                    flush and after a read flush, interleaved -> $OUT/flush_bias.json
 #   ABLATE=1         upskills distill --ablate --device cuda over traces/corpus-live, resuming
-#                    from the committed ablation cache (carry .kb) -> $OUT/ablations.jsonl
+#                    from the committed ablation cache (carry .kb), its CUDA kernels built all at
+#                    once first (ABLATE_BUILD=0: not, an earlier call on this start built them)
+#                    -> $OUT/ablations.jsonl
 #   TESTS=1          the GPU test suite (-m gpu): untimed tests with 8 xdist workers, then the
 #                    tests that need a timed verdict one at a time -> $OUT/gpu_tests.log
 #   TESTS="a b"      only these test ids, one at a time (words: no brackets or quotes; to pick
@@ -151,6 +153,17 @@ fi
 if [ -n "${ABLATE:-}" ] && [ "$(left 15)" -gt 60 ]; then
   # appended to as each kernel is timed: a run cut by the limit resumes from the file it left
   cp benchmarks/results/ablations_h200.jsonl "$OUT/ablations.jsonl"
+  # the CUDA kernels still to judge built all at once first (a folder per source: the checks
+  # find them built), as the round stage does; ABLATE_BUILD=0 skips it (built by an earlier call)
+  if [ "${ABLATE_BUILD:-1}" = 1 ]; then
+    sandbox=/tmp/upskills-sandbox-$(id -u); mkdir -p "$sandbox/torch_extensions"
+    TORCH_EXTENSIONS_DIR=$sandbox/torch_extensions timeout "$(left 120)" python3 \
+      benchmarks/corpus_live/build_extensions.py --ablation "$OUT/ablations.jsonl" > /tmp/ablate_build.log 2>&1
+    built=$?
+    echo "ablation's extensions built at $(( $(date +%s) - start )) s (build step exit $built;" \
+      "$(grep -c ': built' /tmp/ablate_build.log) built, $(grep -c ': failed' /tmp/ablate_build.log) failed)"
+    [ "$(id -u)" = 0 ] && chown -R nobody: "$sandbox"
+  fi
   timeout -s INT -k 20 "$(left 15)" python3 -m upskills distill traces/corpus-live --ablate \
     --device cuda --ablation-cache "$OUT/ablations.jsonl" --skills-dir /tmp/ablate-skills \
     --no-cases > /tmp/ablate.log 2>&1

@@ -1,6 +1,7 @@
 """The pre-build script (benchmarks/corpus_live/build_extensions.py): stopped by its budget, it
 kills its builds and removes the locks they held, so the checks that follow do not wait on them
-(as they did in the sixteenth device session)."""
+(as they did in the sixteenth device session). With ``--ablation`` it builds the CUDA kernels the
+ablation still has to judge."""
 
 from __future__ import annotations
 
@@ -13,6 +14,9 @@ import time
 from pathlib import Path
 
 import pytest
+
+from tests.distill.tracegen import ROW_SUM_HINTED_TUNED, ROW_SUM_MASKED, verdict, write_trace
+from upskills.verify.build_locks import source_extensions_root
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -34,7 +38,7 @@ def test_stopped_by_its_budget_it_kills_its_builds_and_removes_their_locks(tmp_p
     folder.mkdir(parents=True)
     (folder / "state.json").write_text(json.dumps({"current_source": SLOW_BUILD}))
     ext = tmp_path / "ext"
-    lock = ext / "slow_ext" / "lock"
+    lock = source_extensions_root(SLOW_BUILD, ext) / "slow_ext" / "lock"  # as a check builds
     proc = subprocess.Popen(
         [
             sys.executable,
@@ -54,3 +58,23 @@ def test_stopped_by_its_budget_it_kills_its_builds_and_removes_their_locks(tmp_p
     assert proc.returncode == 124, out
     assert "builds killed" in out
     assert not lock.exists(), "the killed build's lock was left for the checks to wait on"
+
+
+def test_the_ablation_mode_builds_the_cuda_kernels_the_ablation_still_has_to_judge(tmp_path):
+    sys.path.insert(0, str(ROOT / "benchmarks" / "corpus_live"))
+    import build_extensions as be  # pyright: ignore[reportMissingImports]
+
+    cuda = [s + "# built with load_inline\n" for s in (ROW_SUM_MASKED, ROW_SUM_HINTED_TUNED)]
+    write_trace(
+        tmp_path / "traces" / "t.jsonl",
+        [
+            (s, verdict(s, True, speedup=x, gpu="NVIDIA H200"))
+            for s, x in zip(cuda, (2.0, 5.0), strict=True)
+        ],
+        task_origin="builtin",
+    )
+    got = be.ablation_sources(tmp_path / "traces", tmp_path / "no-cache.jsonl")
+    sources = [s for _, s in got]
+    assert sources[:2] == cuda and len(sources) > 2  # before, after, then each change alone
+    assert all(name.startswith("row_sum-") for name, _ in got)
+    assert len({name for name, _ in got}) == len(got)

@@ -11,6 +11,7 @@ import shutil
 
 import pytest
 
+from upskills.verify.build_locks import source_extensions_root
 from upskills.verify.verdict import ErrorClass
 
 pytestmark = [
@@ -128,7 +129,8 @@ def test_a_lock_left_by_a_killed_build_does_not_hang_the_next_check(
     monkeypatch.setenv("TORCH_EXTENSIONS_DIR", str(tmp_path / "ext"))
     sandbox = _prepare_candidate_root()  # where a candidate that drops to nobody builds
     root = sandbox / "torch_extensions" if sandbox is not None else tmp_path / "ext"
-    lock = root / name / "lock"
+    source = CPP_CANDIDATE.replace("upskills_test_add_ext", name).replace("FUNC", "add_loop")
+    lock = source_extensions_root(source, root) / name / "lock"  # each source builds apart
     lock.parent.mkdir(parents=True, exist_ok=True)
     for stale in (lock.parent / "lock", *lock.parent.glob("*.so")):  # an earlier run's build
         stale.unlink(missing_ok=True)
@@ -137,8 +139,37 @@ def test_a_lock_left_by_a_killed_build_does_not_hang_the_next_check(
         user = pwd.getpwnam(os.environ.get("UPSKILLS_SANDBOX_USER", "nobody"))
         for path in (lock.parent, lock):
             os.chown(path, user.pw_uid, user.pw_gid)
-    source = CPP_CANDIDATE.replace("upskills_test_add_ext", name).replace("FUNC", "add_loop")
     with Verifier("cpu", CheckOptions(seeds=1, timeout_s=240)) as verifier:
         v = verifier.check(add_task, source)
     assert v.passed, v.message
     assert not lock.exists()
+
+
+def test_two_sources_that_name_their_extension_alike_keep_both_builds(
+    add_task, tmp_path, monkeypatch
+):
+    """``load_inline`` caches a build by extension name: two sources with one name rebuilt over
+    each other, so judging A, then B, then A again built A twice (an ablation judges many
+    variants of one kernel, all with its extension's name). Each source now builds in a folder
+    of its own, and A judged again finds its build."""
+    from upskills.verify import CheckOptions, Verifier
+    from upskills.verify.sandbox import _prepare_candidate_root  # pyright: ignore[reportPrivateUsage]
+
+    name = "upskills_test_twin_ext"
+    monkeypatch.setenv("TORCH_EXTENSIONS_DIR", str(tmp_path / "ext"))
+    sandbox = _prepare_candidate_root()  # where a candidate that drops to nobody builds
+    root = sandbox / "torch_extensions" if sandbox is not None else tmp_path / "ext"
+    a = CPP_CANDIDATE.replace("upskills_test_add_ext", name).replace("FUNC", "add_loop")
+    b = a.replace('extra_cflags=["-O1"]', 'extra_cflags=["-O2"]')
+    so_a = source_extensions_root(a, root) / name / f"{name}.so"
+    so_b = source_extensions_root(b, root) / name / f"{name}.so"
+    for stale in (so_a, so_b):  # an earlier run's build
+        stale.unlink(missing_ok=True)
+    with Verifier("cpu", CheckOptions(seeds=1, timeout_s=300)) as verifier:
+        assert verifier.check(add_task, a).passed
+        built_a = so_a.stat().st_mtime_ns
+        assert verifier.check(add_task, b).passed
+        assert so_b.exists() and so_a.stat().st_mtime_ns == built_a  # B did not build over A
+        v = verifier.check(add_task, a)
+    assert v.passed, v.message
+    assert so_a.stat().st_mtime_ns == built_a  # A judged again: its build was found, not redone

@@ -20,6 +20,7 @@ processes of the user (an ssh-agent) build nothing and are not waited for.
 
 from __future__ import annotations
 
+import hashlib
 import os
 import time
 from pathlib import Path
@@ -38,12 +39,26 @@ def extensions_root() -> Path:
     return Path(get_default_build_root())
 
 
+def source_extensions_root(source: str, root: Path | None = None) -> Path:
+    """The build root of one candidate source's extensions: ``<root>/src-<hash>``.
+
+    ``load_inline`` caches a build by extension name, not by source: two candidates that name
+    their extension alike (every attempt of a session, and each variant an ablation builds from
+    them) rebuild over each other in one folder, so a source judged again after another with
+    the same name is built again, and a parallel pre-build of many such sources leaves only
+    the last one built. A folder per source keeps each build: judged again, it is found.
+    """
+    base = extensions_root() if root is None else root
+    return base / f"src-{hashlib.sha256(source.encode()).hexdigest()[:16]}"
+
+
 def clear_stale_locks(root: Path | None = None, *, settle_s: float = 0.2) -> list[Path]:
     """Remove the build locks under ``root`` that no live process holds; return them.
 
-    Looks two levels down (``<root>/<name>/lock`` and torch's default ``<root>/<py_cu>/<name>/
-    lock``). A lock is removed only if it is still there and still unheld ``settle_s`` later:
-    a build that has just finished closes its lock a moment before removing it.
+    Looks two levels down (``<root>/<name>/lock``, torch's default ``<root>/<py_cu>/<name>/lock``
+    and a source's own folder, ``<root>/src-<hash>/<name>/lock``). A lock is removed only if it
+    is still there and still unheld ``settle_s`` later: a build that has just finished closes
+    its lock a moment before removing it.
     """
     base = extensions_root() if root is None else root
     uid = os.getuid()

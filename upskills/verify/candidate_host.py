@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any, cast
 
 from upskills.verify import dispatch_table, l2_fence, transport
-from upskills.verify.build_locks import clear_stale_locks
+from upskills.verify.build_locks import clear_stale_locks, source_extensions_root
 from upskills.verify.candidate_timing import (
     TimingRequests,
     check_plain_inputs,
@@ -472,6 +472,8 @@ def serve_candidate(source: str, display: str, device: str, address: str, workdi
     host = CandidateHost(path, display, device, watch)
     chan = Channel(_connect(address), max_bytes=1 << 30, accept_fds=True)
     hello = Hello()
+    # each source builds its extensions in a folder of its own (load_inline caches by name)
+    os.environ["TORCH_EXTENSIONS_DIR"] = str(source_extensions_root(source))
     for lock in clear_stale_locks():  # a build a killed check left: later loads would wait forever
         print(f"removed a stale extension build lock no process held: {lock}", file=sys.stderr)
     try:

@@ -31,6 +31,7 @@ from typing import Any, cast
 from pydantic import BaseModel, ConfigDict, Field
 
 from upskills.tasks.model import Task
+from upskills.verify.build_locks import source_extensions_root
 from upskills.verify.verdict import ProfileReport, Timing, Verdict
 
 __all__ = [
@@ -456,8 +457,9 @@ def run_ncu(
         ]  # fmt: skip
         try:
             proc = subprocess.run(
-                cmd, capture_output=True, text=True, timeout=timeout_s, cwd=tmp, check=False
-            )
+                cmd, capture_output=True, text=True, timeout=timeout_s, cwd=tmp, check=False,
+                env={**os.environ, "TORCH_EXTENSIONS_DIR": str(source_extensions_root(source))},
+            )  # fmt: skip
         except subprocess.TimeoutExpired:
             return None, [f"ncu ran past its {timeout_s:.0f} s limit: no hardware counters"]
     text = proc.stdout + "\n" + proc.stderr
