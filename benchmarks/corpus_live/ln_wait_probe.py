@@ -44,7 +44,7 @@ from typing import Any
 
 DEFAULT_SESSION = "traces/corpus-live/kb1_40_layernorm-s21"
 ROWS_MAX = 64
-CTAS_MAX = 256
+CTAS_MAX = 288  # s24 sizes its grid by the resident slots: 264 CTAs on the H200
 FIELDS = 4  # per CTA and row: wait start, wait end, publish, S(r) start
 
 _DEVICE = f"""
@@ -158,7 +158,10 @@ def analyse(stamps: list[int], ctas: int, rows: int) -> dict[str, Any]:
     """Per row: the last publish and its CTA and SM, the claimers' waits, the lag and the period
     (microseconds from the first CTA's prologue)."""
     base = CTAS_MAX * ROWS_MAX * FIELDS
-    starts = [stamps[base + 2 * j] for j in range(ctas)]
+    starts = [stamps[base + 2 * j] for j in range(min(ctas, CTAS_MAX))]
+    while starts and not starts[-1]:  # ``ctas`` may be what the state is sized for (s24: 288
+        starts.pop()  # words a row) where the grid was smaller: only CTAs that ran stamp
+    ctas = len(starts)
     sms = [stamps[base + 2 * j + 1] for j in range(ctas)]
     t0 = min(starts)
     per_sm: dict[int, int] = {}

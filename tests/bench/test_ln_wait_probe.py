@@ -73,6 +73,8 @@ def test_the_rows_are_read_from_the_stamps():
     put(1, 1, 17000, 21000, 16000, 11500)
     put(2, 1, 18000, 22000, 20000, 11000)
     got = probe.analyse(stamps, ctas, rows)
+    # a state sized for more CTAs than the grid had (s24's 288 words a row): the same reading
+    assert probe.analyse(stamps, probe.CTAS_MAX, rows) == got
     assert got["prologue_spread_us"] == 1.0
     assert got["resolution_us"] == 0.5  # the smallest step between two stamps (1000 -> 1500)
     assert (got["sms_with_two_ctas"], got["sms_with_one_cta"]) == (1, 1)
