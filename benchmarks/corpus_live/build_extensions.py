@@ -23,6 +23,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -70,13 +71,15 @@ def ablation_sources(traces: Path, cache: Path) -> list[tuple[str, str]]:
     ]
 
 
-_RUNNING: set[subprocess.Popen[str]] = set()
-"""Builds in flight: killed with this script, their locks removed."""
+_RUNNING: dict[subprocess.Popen[str], Path] = {}
+"""Builds in flight and their source's build folder: killed with this script, their folders
+removed."""
 
 
 def build(name: str, src: str, timeout: float) -> str:
     """Run one kernel module from a file of its own (Triton's ``jit`` needs a real file)."""
     t0 = time.monotonic()
+    folder = source_extensions_root(src)  # where a check of this source looks for its build
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / f"{name.replace('/', '_')}.py"
         path.write_text(src, encoding="utf-8")
@@ -86,39 +89,41 @@ def build(name: str, src: str, timeout: float) -> str:
             stderr=subprocess.PIPE,
             text=True,
             start_new_session=True,  # its compiler processes are killed with it
-            # where a check of this source looks for its build (a folder per source)
-            env={**os.environ, "TORCH_EXTENSIONS_DIR": str(source_extensions_root(src))},
+            env={**os.environ, "TORCH_EXTENSIONS_DIR": str(folder)},
         )
-        _RUNNING.add(proc)
+        _RUNNING[proc] = folder
         try:
             _, err = proc.communicate(timeout=timeout)
             ok = proc.returncode == 0
             status = "built" if ok else f"failed: {err.strip()[-200:]!r}"
         except subprocess.TimeoutExpired:
-            _stop(proc)
+            _stop(proc, folder)
             status = f"timed out after {timeout:.0f} s"
         finally:
-            _RUNNING.discard(proc)
+            _RUNNING.pop(proc, None)
     return f"{name}: {status} ({time.monotonic() - t0:.0f} s)"
 
 
-def _stop(proc: subprocess.Popen[str]) -> None:
-    """Kill a build and its compilers, then remove the lock it leaves (the checks run as
-    another user, who would wait on this user's lock for ever)."""
+def _stop(proc: subprocess.Popen[str], folder: Path) -> None:
+    """Kill a build and its compilers, then remove its source's build folder: the lock it
+    leaves (the checks run as another user, who would wait on this user's lock for ever) and
+    what it had half written (a linker killed mid-way can leave a library newer than its
+    sources, which ninja would then take as built)."""
     try:
         os.killpg(proc.pid, signal.SIGKILL)
     except ProcessLookupError:
         pass
     proc.wait()
+    shutil.rmtree(folder, ignore_errors=True)
     clear_stale_locks()
 
 
 def _on_term(signum: int, _frame: object) -> None:
     """Stopped by a budget's ``timeout``: no build may go on writing the cache after this
     script (single.sh hands the folder to the sandbox user right after it)."""
-    running = list(_RUNNING)
-    for proc in running:
-        _stop(proc)
+    running = list(_RUNNING.items())
+    for proc, folder in running:
+        _stop(proc, folder)
     print(f"stopped by signal {signum}: {len(running)} builds killed, not built", flush=True)
     os._exit(124)
 

@@ -153,6 +153,20 @@ def test_summary_of_a_timed_verdict_says_when_the_candidate_set_l2_aside():
     assert "set aside" not in summarize_verdict(
         _verdict(passed=True, timing_status="measured", timing=plain)
     )
+    # the H200's contexts read 11.25 MiB with no candidate asking: that default is no news
+    h200 = 11796480
+    default = Timing(**base, reps=100, persisting_l2_bytes=h200, persisting_l2_default_bytes=h200)
+    assert "set aside" not in summarize_verdict(
+        _verdict(passed=True, timing_status="measured", timing=default)
+    )
+    raised = Timing(
+        **base, reps=100, persisting_l2_bytes=30 << 20, persisting_l2_default_bytes=h200
+    )
+    line = summarize_verdict(_verdict(passed=True, timing_status="measured", timing=raised))
+    assert (
+        "(30.0 MiB of L2 set aside for persisting lines, above the context's default 11.25 MiB"
+        in line
+    )
 
 
 def test_hardware_lines_for_cpu_and_gpu() -> None:

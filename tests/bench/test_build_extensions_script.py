@@ -1,7 +1,7 @@
 """The pre-build script (benchmarks/corpus_live/build_extensions.py): stopped by its budget, it
 kills its builds and removes the locks they held, so the checks that follow do not wait on them
-(as they did in the sixteenth device session). With ``--ablation`` it builds the CUDA kernels the
-ablation still has to judge."""
+(as they did in the sixteenth device session), with whatever else the killed builds wrote. With
+``--ablation`` it builds the CUDA kernels the ablation still has to judge."""
 
 from __future__ import annotations
 
@@ -58,6 +58,8 @@ def test_stopped_by_its_budget_it_kills_its_builds_and_removes_their_locks(tmp_p
     assert proc.returncode == 124, out
     assert "builds killed" in out
     assert not lock.exists(), "the killed build's lock was left for the checks to wait on"
+    # and nothing it half wrote: ninja could take a library a killed linker left as built
+    assert not source_extensions_root(SLOW_BUILD, ext).exists()
 
 
 def test_the_ablation_mode_builds_the_cuda_kernels_the_ablation_still_has_to_judge(tmp_path):

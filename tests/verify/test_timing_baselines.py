@@ -278,8 +278,10 @@ def test_persisting_l2_lines_are_demoted_after_the_inputs_load_and_before_each_h
         log.append("load")
         return call
 
+    monkeypatch.setattr(l2_fence, "_default", 11796480)  # what record_default read (the H200)
     t, _ = timing.time_cuda(forward, flush_bytes=64, max_reps=5, before_each=load)
     assert t.reps == 5 and t.persisting_l2_bytes == 3 << 20
+    assert t.persisting_l2_default_bytes == 11796480
     calls = "".join(log).replace("load", "L").replace("sync", "S").replace("demote", "D")
     calls = calls.replace("spin", "P").replace("call", "C")
     assert calls == "S" + "LSDPCS" * 11  # 3 warm-up, 3 estimate, 5 timed calls
@@ -323,6 +325,11 @@ def test_the_l2_fence_names_a_driver_it_cannot_load_or_a_call_it_refused(monkeyp
         l2_fence.demote_persisting_lines()
     with pytest.raises(l2_fence.L2FenceError, match="cuCtxGetLimit.*CUresult 1"):
         l2_fence.persisting_limit()
+    # the default read before the candidate's import: None where the driver refuses the query
+    monkeypatch.setattr(l2_fence, "_default", None)
+    assert l2_fence.record_default() is None and l2_fence.default_limit() is None
+    status.update(limit=0)
+    assert l2_fence.record_default() == 5 << 20 and l2_fence.default_limit() == 5 << 20
 
 
 def test_late_calls_is_optional_in_a_recorded_timing():

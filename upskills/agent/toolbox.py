@@ -112,10 +112,12 @@ def summarize_verdict(verdict: Verdict) -> str:
         if t.late_calls:
             line += f" ({t.late_calls} of {t.reps} calls enqueued after the GPU's head start"
             line += f", which grew {t.head_start_x}x)" if (t.head_start_x or 1) > 1 else ")"
-        if t.persisting_l2_bytes:
+        if t.persisting_l2_bytes and t.persisting_l2_bytes > (t.persisting_l2_default_bytes or 0):
+            default = t.persisting_l2_default_bytes
             line += (
-                f" ({t.persisting_l2_bytes / 2**20:.1f} MiB of L2 set aside for persisting lines:"
-                " demoted before each call's flush, so nothing persists across calls)"
+                f" ({t.persisting_l2_bytes / 2**20:.1f} MiB of L2 set aside for persisting lines"
+                + (f", above the context's default {default / 2**20:.2f} MiB" if default else "")
+                + ": demoted before each call's flush, so nothing persists across calls)"
             )
         for base, speedup in (
             ("eager", verdict.speedup_eager),

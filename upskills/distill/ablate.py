@@ -62,7 +62,7 @@ class Measurement(BaseModel):
     error_class: str | None = None
     """Verdict error class when it failed."""
     message: str = ""
-    """Verdict message (truncated)."""
+    """Verdict message (its first ``MESSAGE_CHARS`` characters; 300 before 2026-12-05)."""
     median_ms: float | None = None
     """Candidate median time (None when not timed)."""
     speedup_eager: float | None = None
@@ -80,6 +80,10 @@ class Judge(Protocol):
     def __call__(self, task: str, task_hash: str, source: str) -> Measurement:
         """Judge ``source`` for the task named ``task``."""
         ...
+
+
+MESSAGE_CHARS = 1200
+"""How much of a verdict's message a measurement keeps."""
 
 
 class VerifierJudge:
@@ -107,7 +111,9 @@ class VerifierJudge:
             gpu=v.gpu,
             passed=v.passed,
             error_class=str(v.error_class) if v.error_class else None,
-            message=v.message[:300],
+            # the clock check's refusal, with the CUDA-graph check's note after it, runs past
+            # 300 characters: the H200 ablation of 2026-12-05 lost that note so
+            message=v.message[:MESSAGE_CHARS],
             median_ms=v.timing.median_ms if v.timing else None,
             speedup_eager=v.speedup_eager,
             speedup_compile=v.speedup_compile,

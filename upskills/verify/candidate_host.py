@@ -123,6 +123,8 @@ class _Watch:
             # in the first trial's forward, where guard (d) took them for the candidate's
             torch.cuda.init()
             l2_fence.prepare()  # the driver's entry points, before the candidate can touch ctypes
+            torch.cuda.synchronize()  # the primary context exists: its limits can be read
+            l2_fence.record_default()  # the persisting-L2 limit no candidate code has touched
         self.counter = LaunchCounter()
         self.counter.install()
         self.scalars = 0

@@ -231,6 +231,7 @@ class TimingRequests:
             late_calls=timed.late_calls,
             head_start_x=timed.head_start_x,
             persisting_l2_bytes=timed.persisting_l2_bytes,
+            persisting_l2_default_bytes=timed.persisting_l2_default_bytes,
         )
 
     def bulk(self, req: Bulk) -> BulkDone:

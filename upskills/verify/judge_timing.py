@@ -157,6 +157,7 @@ def time_main(judge: Judge, prepared: Prepared) -> None:
         "late_calls": reply.late_calls,
         "head_start_x": reply.head_start_x,
         "persisting_l2_bytes": reply.persisting_l2_bytes,
+        "persisting_l2_default_bytes": reply.persisting_l2_default_bytes,
     }
     timing = summarize(times).model_copy(update={"flush": judge.job.flush, **said})
     clock_check(judge, timing, wires[0], refs[0], bulk_bufs, (prepared, shared[0]))

@@ -40,6 +40,8 @@ _reset: Any = None
 verifier's own modules, so the candidate's library snapshot watches it (one rebound is caught)."""
 _get_limit: Any = None
 """``cuCtxGetLimit``, once :func:`prepare` resolved it."""
+_default: int | None = None
+"""The context's persisting-L2 limit before the candidate was imported (:func:`record_default`)."""
 _LOCK = threading.Lock()
 
 
@@ -78,6 +80,27 @@ def demote_persisting_lines() -> None:
     status = _reset()
     if status not in (0, NOT_SUPPORTED):
         raise L2FenceError(f"cuCtxResetPersistingL2Cache returned CUresult {status}")
+
+
+def record_default() -> int | None:
+    """Read and keep the current context's persisting-L2 limit, before any candidate code runs.
+
+    The limit is not 0 by default everywhere: on the H200 of the twenty-seventh device session
+    an honest kernel's context read 11.25 MiB (11796480 bytes) without asking for any, so only a
+    limit above this default says a candidate raised it. None where it cannot be read (no
+    driver, no context).
+    """
+    global _default
+    try:
+        _default = persisting_limit()
+    except L2FenceError:
+        _default = None
+    return _default
+
+
+def default_limit() -> int | None:
+    """The limit :func:`record_default` read (None: not read)."""
+    return _default
 
 
 def persisting_limit() -> int:

@@ -329,6 +329,8 @@ class TimeDone(_Message):
     """The head start's growth by the last timed call (``Timing.head_start_x``; a diagnostic)."""
     persisting_l2_bytes: int | None = None
     """L2 set aside for persisting lines (``Timing.persisting_l2_bytes``; a diagnostic)."""
+    persisting_l2_default_bytes: int | None = None
+    """The context's limit before the candidate ran (``Timing.persisting_l2_default_bytes``)."""
 
 
 class BulkDone(_Message):

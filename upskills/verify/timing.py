@@ -138,7 +138,9 @@ def time_cuda(
     Returns:
         ``(timing, last)``: the statistics (``late_calls``: the timed calls whose forward was
         still being enqueued when the GPU reached their start event; ``persisting_l2_bytes``: the
-        most L2 the context set aside for persisting lines after any timed call) and
+        most L2 the context set aside for persisting lines after any timed call;
+        ``persisting_l2_default_bytes``: the context's limit before the candidate ran, where the
+        candidate's process recorded it) and
         ``(tag, output)`` of the last ``keep_last`` timed calls (none with ``keep_at``), so the
         caller can check the timed calls computed the right thing.
     """
@@ -203,6 +205,7 @@ def time_cuda(
         "late_calls": late,
         "head_start_x": cushion // HOST_CUSHION_CYCLES,
         "persisting_l2_bytes": max(set_aside, default=0),
+        "persisting_l2_default_bytes": l2_fence.default_limit(),
     }
     return summarize(times).model_copy(update=stats), last
 

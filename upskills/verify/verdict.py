@@ -135,8 +135,12 @@ class Timing(BaseModel):
     """The most L2 the candidate's context set aside for persisting lines after a timed call
     (0: none). Its persisting lines were demoted before each flush
     (:mod:`upskills.verify.l2_fence`), so they gained nothing across calls; a non-zero value says
-    the candidate asked. From the process that ran the calls, a diagnostic. None where not
-    recorded."""
+    the candidate asked only where it exceeds ``persisting_l2_default_bytes``. From the process
+    that ran the calls, a diagnostic. None where not recorded."""
+    persisting_l2_default_bytes: int | None = None
+    """The context's persisting-L2 limit before the candidate's import (the H200 of 2026-12-05:
+    11.25 MiB, with no candidate asking). From the process that ran the calls, a diagnostic.
+    None where not recorded."""
 
 
 class Verdict(BaseModel):
