@@ -11,7 +11,12 @@ not a candidate, and nothing it measures goes into a trace or a report):
   in the warp that claims the row, when the wait for the row's statistics began and ended;
 - per CTA and row: when its first warp began the row's statistics pass S(r) (its DRAM reads),
   so a late partial can be told apart: a CTA that began S(r) late (held up before it) or one
-  whose S(r) took long (its reads were slow).
+  whose S(r) took long (its reads were slow);
+- per CTA, row and warp: when the warp began S(r) and when its sums were done (its lane 0's
+  first add to the CTA's slot), so a CTA whose S(r) took long can be told apart again: its
+  warps began S(r) far apart (some still in N(r - 1): s12 took the block barrier out), or each
+  warp's reads took long (twenty-seventh session, after the second run found the straggler
+  slow, not late).
 
 It times the stamped build beside the unchanged one (CUDA events, alternating calls) so the
 stamps' own cost is known, then prints per row: the last partial's publish (which CTA and SM),
@@ -23,7 +28,7 @@ stamped calls (3) and prints, per call, which CTAs and SMs published rows last: 
 last on another SM says a place in the grid is slow, an SM that is last under another CTA says
 the SM is.
 
-The stamps are put in by text edits at four anchors of the kernel's source; a kernel without
+The stamps are put in by text edits at five anchors of the kernel's source; a kernel without
 them is refused with the anchor that is missing (``transform``). ``%globaltimer`` may tick
 coarsely (about 1 us on some GPUs): the smallest step between any two stamps is printed as the
 resolution, and differences below it mean nothing.
@@ -46,9 +51,13 @@ DEFAULT_SESSION = "traces/corpus-live/kb1_40_layernorm-s21"
 ROWS_MAX = 64
 CTAS_MAX = 288  # s24 sizes its grid by the resident slots: 264 CTAs on the H200
 FIELDS = 4  # per CTA and row: wait start, wait end, publish, S(r) start
+WARPS_MAX = 8  # warps per CTA stamped (s21's 256 threads)
+WARP_BASE = CTAS_MAX * ROWS_MAX * FIELDS + 2 * CTAS_MAX
+"""Where the per-warp stamps begin: per CTA, row and warp, S(r)'s start and the warp's sums done."""
+TOTAL = WARP_BASE + CTAS_MAX * ROWS_MAX * WARPS_MAX * 2
 
 _DEVICE = f"""
-__device__ unsigned long long g_stamp[{CTAS_MAX} * {ROWS_MAX} * {FIELDS} + 2 * {CTAS_MAX}];
+__device__ unsigned long long g_stamp[{TOTAL}];
 __device__ unsigned long long* g_part0;
 __device__ __forceinline__ unsigned long long probe_now() {{
   unsigned long long t;
@@ -58,11 +67,14 @@ __device__ __forceinline__ unsigned long long probe_now() {{
 __device__ __forceinline__ unsigned long long* probe_at(int cta, int row, int field) {{
   return g_stamp + ((size_t)cta * {ROWS_MAX} + row) * {FIELDS} + field;
 }}
+__device__ __forceinline__ unsigned long long* probe_warp_at(int cta, int row, int warp, int k) {{
+  return g_stamp + {WARP_BASE} + (((size_t)cta * {ROWS_MAX} + row) * {WARPS_MAX} + warp) * 2 + k;
+}}
 """
 
 _HOST = f"""
 torch::Tensor probe_read() {{
-  auto out = torch::empty({{(int64_t)({CTAS_MAX} * {ROWS_MAX} * {FIELDS} + 2 * {CTAS_MAX})}},
+  auto out = torch::empty({{(int64_t){TOTAL}}},
                           torch::dtype(torch::kInt64));
   C10_CUDA_CHECK(cudaMemcpyFromSymbol(out.data_ptr(), g_stamp, sizeof(g_stamp)));
   return out;
@@ -91,11 +103,23 @@ _EDITS: list[tuple[str, str]] = [
     ),
     (
         "  float s1 = 0.f, s2 = 0.f;\n",  # row_stats' first line: S(r) begins (its first warp)
-        "  if (tid == 0 && g_part0 != nullptr) {\n"
+        "  if ((tid & 31) == 0 && g_part0 != nullptr) {\n"
         "    const long long w = part_rj - g_part0;\n"
-        f"    if (w >= 0 && w < (long long){ROWS_MAX} * gridDim.x)\n"
-        "      *probe_at((int)(w % gridDim.x), (int)(w / gridDim.x), 3) = probe_now();\n"
+        f"    if (w >= 0 && w < (long long){ROWS_MAX} * gridDim.x && (tid >> 5) < {WARPS_MAX}) {{\n"
+        "      const unsigned long long t = probe_now();\n"
+        "      if (tid == 0) *probe_at((int)(w % gridDim.x), (int)(w / gridDim.x), 3) = t;\n"
+        "      *probe_warp_at((int)(w % gridDim.x), (int)(w / gridDim.x), tid >> 5, 0) = t;\n"
+        "    }\n"
         "  }\n",
+    ),
+    (
+        "    atomicAdd(&slot->s1, s1);\n",  # lane 0: this warp's sums are done
+        "    if (g_part0 != nullptr) {\n"
+        "      const long long w = part_rj - g_part0;\n"
+        f"      if (w >= 0 && w < (long long){ROWS_MAX} * gridDim.x && (tid >> 5) < {WARPS_MAX})\n"
+        "        *probe_warp_at((int)(w % gridDim.x), (int)(w / gridDim.x), tid >> 5, 1) =\n"
+        "            probe_now();\n"
+        "    }\n",
     ),
     (
         "      st_word(part_rj, a, q, parity);\n",
@@ -171,6 +195,19 @@ def analyse(stamps: list[int], ctas: int, rows: int) -> dict[str, Any]:
     def at(j: int, r: int, f: int) -> int:
         return stamps[(j * ROWS_MAX + r) * FIELDS + f]
 
+    def warps(j: int, r: int) -> tuple[float, float] | None:
+        """CTA j's warps on row r: how far apart they began S(r), and the longest warp's S(r)
+        (us); None where the stamps lack them (an older build's, or a row a warp skipped)."""
+        if len(stamps) < TOTAL:
+            return None
+        base_jr = WARP_BASE + (j * ROWS_MAX + r) * WARPS_MAX * 2
+        pairs = [(stamps[base_jr + 2 * w], stamps[base_jr + 2 * w + 1]) for w in range(WARPS_MAX)]
+        pairs = [(a, b) for a, b in pairs if a and b >= a]
+        if not pairs:
+            return None
+        begun = [a for a, _ in pairs]
+        return (max(begun) - min(begun)) / 1000.0, max(b - a for a, b in pairs) / 1000.0
+
     out_rows: list[dict[str, Any]] = []
     s_times: dict[int, list[float]] = {}  # per CTA: its S passes' durations (us), row by row
     last_pub_prev: float | None = None
@@ -208,6 +245,19 @@ def analyse(stamps: list[int], ctas: int, rows: int) -> dict[str, Any]:
             "last_s_us": round(s_us[last_j], 3) if last_j in s_us else None,
             "s_median_us": round(statistics.median(s_us.values()), 3) if s_us else None,
         }
+        by_cta = {j: w for j in range(ctas) if (w := warps(j, r)) is not None}
+        if by_cta:
+            last_w = by_cta.get(last_j)
+            row.update(
+                {
+                    "last_warps_apart_us": round(last_w[0], 3) if last_w else None,
+                    "last_warp_s_us": round(last_w[1], 3) if last_w else None,
+                    "warps_apart_median_us": round(
+                        statistics.median(w[0] for w in by_cta.values()), 3
+                    ),
+                    "warp_s_median_us": round(statistics.median(w[1] for w in by_cta.values()), 3),
+                }
+            )
         last_pub_prev = last_t
         out_rows.append(row)
     seen = sorted({t for t in stamps[: ctas * ROWS_MAX * FIELDS] if t} | set(starts))
@@ -331,11 +381,12 @@ def print_table(result: dict[str, Any]) -> None:
     cols = [
         "row", "first_publish_us", "last_publish_us", "last_cta", "last_sm", "last_sm_ctas",
         "wait_median_us", "wait_p90_us", "wait_max_us", "lag_to_first_end_us", "period_us",
-        "last_s_start_behind_us", "last_s_us", "s_median_us",
+        "last_s_start_behind_us", "last_s_us", "s_median_us", "last_warps_apart_us",
+        "last_warp_s_us", "warps_apart_median_us", "warp_s_median_us",
     ]  # fmt: skip
     print("  ".join(cols))
     for row in result["per_row"]:
-        print("  ".join(str(row[c]) for c in cols))
+        print("  ".join(str(row.get(c)) for c in cols))
     slow = ", ".join(
         f"CTA {c['cta']} on SM {c['sm']} ({c['sm_ctas']} CTAs) {c['s_median_us']} us"
         for c in result.get("slowest_s", [])

@@ -26,8 +26,9 @@ def test_the_stamps_go_into_the_final_kernel_and_it_is_built_under_its_own_name(
 
     source = _final_source()
     out = probe.transform(source)
-    # its definition, the prologue, S(r)'s start, the publish, the merge's two
-    assert out.count("probe_now()") == 6
+    # its definition, the prologue, S(r)'s start, a warp's sums done, the publish, the merge's two
+    assert out.count("probe_now()") == 7
+    assert out.count("*probe_warp_at(") == 2  # per warp: S(r) begun, its sums done
     assert 'name="probe_corpus_kb40' in out
     assert 'functions=["probe_read", "probe_reset", "layer_norm_resident"]' in out
     assert "__device__ unsigned long long g_stamp[" in out
@@ -92,6 +93,35 @@ def test_the_rows_are_read_from_the_stamps():
         (1, 5, 5.25),
         (0, 5, 3.5),
     ]
+
+
+def test_each_warps_s_pass_is_read_for_the_last_publisher_and_the_median_cta():
+    """A CTA whose S(r) took long: its warps began far apart, or a warp's reads took long."""
+    import ln_wait_probe as probe  # pyright: ignore[reportMissingImports]
+
+    stamps = [0] * probe.TOTAL
+    base = probe.CTAS_MAX * probe.ROWS_MAX * probe.FIELDS
+    for j in range(3):  # prologue stamps: CTAs 0-2 ran, each alone on its SM
+        stamps[base + 2 * j], stamps[base + 2 * j + 1] = 1000, j
+
+    def warp(j: int, w: int, begun: int, done: int) -> None:
+        at = probe.WARP_BASE + ((j * probe.ROWS_MAX + 0) * probe.WARPS_MAX + w) * 2
+        stamps[at], stamps[at + 1] = begun, done
+
+    # row 0: CTA 2 publishes last; its warps began 4 us apart, each took 2 us; CTAs 0 and 1:
+    # warps 1 us apart, CTA 0's longest warp 3 us, CTA 1's 2 us
+    for j, pub in ((0, 9000), (1, 9500), (2, 12000)):
+        stamps[(j * probe.ROWS_MAX) * probe.FIELDS + 2] = pub
+    warp(2, 0, 5000, 7000)
+    warp(2, 7, 9000, 11000)
+    warp(0, 0, 5000, 8000)
+    warp(0, 3, 6000, 7000)
+    warp(1, 0, 5000, 7000)
+    warp(1, 1, 6000, 8000)
+    (row,) = probe.analyse(stamps, 3, 1)["per_row"]
+    assert row["last_cta"] == 2
+    assert (row["last_warps_apart_us"], row["last_warp_s_us"]) == (4.0, 2.0)
+    assert (row["warps_apart_median_us"], row["warp_s_median_us"]) == (1.0, 2.0)
 
 
 def test_the_stragglers_of_each_call_are_counted_by_cta_and_by_sm():
