@@ -14,8 +14,10 @@ prints one line per kernel and never stops on a failure.
 ablation cache (the distiller's own episode walk, ``ablation_prescreen.pending``), so the
 ablation that follows times kernels instead of building them one at a time.
 
-Set ``TORCH_EXTENSIONS_DIR`` to the folder the checks use (single.sh does); each source builds
-in a folder of its own under it, as in a check (``build_locks.source_extensions_root``).
+Each source builds where its check will look. As root with a sandbox user (the GPU machine),
+that is the source's private folder under the sandbox's cache root
+(``build_locks.private_build_root``), handed to the sandbox user after the build; otherwise a
+folder of its own under ``TORCH_EXTENSIONS_DIR`` (``build_locks.source_extensions_root``).
 """
 
 from __future__ import annotations
@@ -39,7 +41,13 @@ from recheck import finals, task_name  # noqa: E402  # pyright: ignore[reportMis
 from upskills.trace import read_trace  # noqa: E402
 from upskills.verify.build_locks import (  # noqa: E402
     clear_stale_locks,
+    hand_over,
+    private_build_root,
     source_extensions_root,
+)
+from upskills.verify.sandbox import (  # noqa: E402
+    _prepare_candidate_root,  # pyright: ignore[reportPrivateUsage]
+    sandbox_ids,
 )
 
 
@@ -76,10 +84,20 @@ _RUNNING: dict[subprocess.Popen[str], Path] = {}
 removed."""
 
 
+def where(src: str) -> tuple[Path, tuple[int, int] | None]:
+    """Where a check of this source looks for its build, and the user to hand it to (None: the
+    checks run as this user)."""
+    root = _prepare_candidate_root()
+    ids = sandbox_ids() if root is not None else None
+    if root is None or ids is None:
+        return source_extensions_root(src), None
+    return source_extensions_root(src, private_build_root(src, root, *ids)), ids
+
+
 def build(name: str, src: str, timeout: float) -> str:
     """Run one kernel module from a file of its own (Triton's ``jit`` needs a real file)."""
     t0 = time.monotonic()
-    folder = source_extensions_root(src)  # where a check of this source looks for its build
+    folder, ids = where(src)
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / f"{name.replace('/', '_')}.py"
         path.write_text(src, encoding="utf-8")
@@ -101,6 +119,8 @@ def build(name: str, src: str, timeout: float) -> str:
             status = f"timed out after {timeout:.0f} s"
         finally:
             _RUNNING.pop(proc, None)
+    if ids is not None and folder.exists():
+        hand_over(folder.parent, *ids)  # the source's private folder, for its checks' builds
     return f"{name}: {status} ({time.monotonic() - t0:.0f} s)"
 
 
@@ -120,7 +140,7 @@ def _stop(proc: subprocess.Popen[str], folder: Path) -> None:
 
 def _on_term(signum: int, _frame: object) -> None:
     """Stopped by a budget's ``timeout``: no build may go on writing the cache after this
-    script (single.sh hands the folder to the sandbox user right after it)."""
+    script."""
     running = list(_RUNNING.items())
     for proc, folder in running:
         _stop(proc, folder)

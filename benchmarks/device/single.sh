@@ -62,15 +62,12 @@ if [ "${FLUSH:-0}" = 1 ]; then
 fi
 
 if [ -n "${ROUND:-}" ]; then
-  # Build the round's CUDA extensions in parallel first (load_inline caches them by name and
-  # source, so the checks find them built); a build that fails here fails again in its check.
-  # As root, candidates run as nobody with their compile caches in /tmp/upskills-sandbox-0:
-  # build there, then hand the folder to nobody.
-  sandbox=/tmp/upskills-sandbox-$(id -u); mkdir -p "$sandbox/torch_extensions"
-  TORCH_EXTENSIONS_DIR=$sandbox/torch_extensions timeout 300 python3 benchmarks/corpus_live/build_extensions.py \
+  # Build the round's CUDA extensions in parallel first, each in the folder its check will use
+  # (as root: the source's private folder in /tmp/upskills-sandbox-0, handed to nobody), so
+  # the checks find them built; a build that fails here fails again in its check.
+  timeout 300 python3 benchmarks/corpus_live/build_extensions.py \
     $(grep -v '^\s*#' "$ROUND" | awk 'NF {print $1}') | grep -v ': built'
   echo "extensions built at $(( $(date +%s) - start )) s (build step exit ${PIPESTATUS[0]})"
-  [ "$(id -u)" = 0 ] && chown -R nobody: "$sandbox"
   timeout "$(left 20)" python3 benchmarks/corpus_live/round.py "$ROUND" --out "$OUT" --workers "${WORKERS:-3}"
   echo "round exit $? at $(( $(date +%s) - start )) s"
   folders=$(grep -v '^\s*#' "$ROUND" | awk 'NF {print $1}')
@@ -96,13 +93,12 @@ elif [ -n "${RECHECK:-}" ]; then
   if [ "$warm" = build ] && [ "$(left 120)" -lt 90 ]; then  # one build takes 50-80 s here
     echo "finals' extensions not built: $(left) s left; the re-check builds each as it goes"; warm=0
   elif [ "$warm" = build ]; then  # the finals' CUDA extensions built all at once, no untimed pass
-    sandbox=/tmp/upskills-sandbox-$(id -u); mkdir -p "$sandbox/torch_extensions"
-    TORCH_EXTENSIONS_DIR=$sandbox/torch_extensions timeout "$(left 120)" \
+    timeout "$(left 120)" \
       python3 benchmarks/corpus_live/build_extensions.py --finals traces/corpus-live "${sel[@]}" | grep -v ': built'
     # exit 124: stopped by the budget; its builds were killed, and the checks build them again
     # (build_extensions.py removes the locks of the builds it kills: upskills/verify/build_locks.py)
     built=${PIPESTATUS[0]}
-    [ "$(id -u)" = 0 ] && chown -R nobody: "$sandbox"; warm=0
+    warm=0
     echo "finals' extensions built at $(( $(date +%s) - start )) s (build step exit $built)"
   fi
   timeout "$(left 60)" python3 benchmarks/corpus_live/recheck.py traces/corpus-live --finals "${sel[@]}" \
@@ -156,13 +152,11 @@ if [ -n "${ABLATE:-}" ] && [ "$(left 15)" -gt 60 ]; then
   # the CUDA kernels still to judge built all at once first (a folder per source: the checks
   # find them built), as the round stage does; ABLATE_BUILD=0 skips it (built by an earlier call)
   if [ "${ABLATE_BUILD:-1}" = 1 ]; then
-    sandbox=/tmp/upskills-sandbox-$(id -u); mkdir -p "$sandbox/torch_extensions"
-    TORCH_EXTENSIONS_DIR=$sandbox/torch_extensions timeout "$(left 120)" python3 \
+    timeout "$(left 120)" python3 \
       benchmarks/corpus_live/build_extensions.py --ablation "$OUT/ablations.jsonl" > /tmp/ablate_build.log 2>&1
     built=$?
     echo "ablation's extensions built at $(( $(date +%s) - start )) s (build step exit $built;" \
       "$(grep -c ': built' /tmp/ablate_build.log) built, $(grep -c ': failed' /tmp/ablate_build.log) failed)"
-    [ "$(id -u)" = 0 ] && chown -R nobody: "$sandbox"
   fi
   timeout -s INT -k 20 "$(left 15)" python3 -m upskills distill traces/corpus-live --ablate \
     --device cuda --ablation-cache "$OUT/ablations.jsonl" --skills-dir /tmp/ablate-skills \

@@ -8,10 +8,11 @@ from __future__ import annotations
 
 import os
 import shutil
+from pathlib import Path
 
 import pytest
 
-from upskills.verify.build_locks import source_extensions_root
+from upskills.verify.build_locks import private_build_root, source_extensions_root
 from upskills.verify.verdict import ErrorClass
 
 pytestmark = [
@@ -79,6 +80,21 @@ torch::Tensor add_blas(torch::Tensor x, torch::Tensor y) {
 )
 
 
+def _build_folder(source: str, tmp_path) -> tuple[os.PathLike[str], tuple[int, int] | None]:
+    """Where a check of ``source`` builds (``TORCH_EXTENSIONS_DIR`` set to ``tmp_path / "ext"``),
+    and the sandbox user's ids where the candidate drops to it."""
+    from upskills.verify.sandbox import (
+        _prepare_candidate_root,  # pyright: ignore[reportPrivateUsage]
+        sandbox_ids,
+    )
+
+    sandbox = _prepare_candidate_root()  # as root with a sandbox user: candidates build apart
+    ids = sandbox_ids() if sandbox is not None else None
+    if sandbox is None or ids is None:
+        return source_extensions_root(source, tmp_path / "ext"), None
+    return source_extensions_root(source, private_build_root(source, sandbox, *ids)), ids
+
+
 def test_load_inline_kernel_passes_and_aten_inside_it_is_caught(add_task, tmp_path, monkeypatch):
     from upskills.verify import CheckOptions, Verifier
 
@@ -120,25 +136,20 @@ def test_a_lock_left_by_a_killed_build_does_not_hang_the_next_check(
     every later load of that extension waited for it to vanish: until the check's timeout
     (three re-checks of 40_LayerNorm on the H200 so). The candidate's process now removes locks
     no live process holds before its import."""
-    import pwd
-
     from upskills.verify import CheckOptions, Verifier
-    from upskills.verify.sandbox import _prepare_candidate_root  # pyright: ignore[reportPrivateUsage]
 
     name = "upskills_test_lock_ext"
     monkeypatch.setenv("TORCH_EXTENSIONS_DIR", str(tmp_path / "ext"))
-    sandbox = _prepare_candidate_root()  # where a candidate that drops to nobody builds
-    root = sandbox / "torch_extensions" if sandbox is not None else tmp_path / "ext"
     source = CPP_CANDIDATE.replace("upskills_test_add_ext", name).replace("FUNC", "add_loop")
-    lock = source_extensions_root(source, root) / name / "lock"  # each source builds apart
+    folder, ids = _build_folder(source, tmp_path)  # each source builds apart
+    lock = Path(folder) / name / "lock"
     lock.parent.mkdir(parents=True, exist_ok=True)
     for stale in (lock.parent / "lock", *lock.parent.glob("*.so")):  # an earlier run's build
         stale.unlink(missing_ok=True)
     lock.write_text("")  # what a killed build leaves: the file, and no process holding it
-    if sandbox is not None:
-        user = pwd.getpwnam(os.environ.get("UPSKILLS_SANDBOX_USER", "nobody"))
-        for path in (lock.parent, lock):
-            os.chown(path, user.pw_uid, user.pw_gid)
+    if ids is not None:
+        for path in (lock.parent.parent, lock.parent, lock):
+            os.chown(path, *ids)
     with Verifier("cpu", CheckOptions(seeds=1, timeout_s=240)) as verifier:
         v = verifier.check(add_task, source)
     assert v.passed, v.message
@@ -153,16 +164,13 @@ def test_two_sources_that_name_their_extension_alike_keep_both_builds(
     variants of one kernel, all with its extension's name). Each source now builds in a folder
     of its own, and A judged again finds its build."""
     from upskills.verify import CheckOptions, Verifier
-    from upskills.verify.sandbox import _prepare_candidate_root  # pyright: ignore[reportPrivateUsage]
 
     name = "upskills_test_twin_ext"
     monkeypatch.setenv("TORCH_EXTENSIONS_DIR", str(tmp_path / "ext"))
-    sandbox = _prepare_candidate_root()  # where a candidate that drops to nobody builds
-    root = sandbox / "torch_extensions" if sandbox is not None else tmp_path / "ext"
     a = CPP_CANDIDATE.replace("upskills_test_add_ext", name).replace("FUNC", "add_loop")
     b = a.replace('extra_cflags=["-O1"]', 'extra_cflags=["-O2"]')
-    so_a = source_extensions_root(a, root) / name / f"{name}.so"
-    so_b = source_extensions_root(b, root) / name / f"{name}.so"
+    so_a = Path(_build_folder(a, tmp_path)[0]) / name / f"{name}.so"
+    so_b = Path(_build_folder(b, tmp_path)[0]) / name / f"{name}.so"
     for stale in (so_a, so_b):  # an earlier run's build
         stale.unlink(missing_ok=True)
     with Verifier("cpu", CheckOptions(seeds=1, timeout_s=300)) as verifier:

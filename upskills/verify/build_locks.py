@@ -22,6 +22,8 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
+import secrets
 import time
 from pathlib import Path
 
@@ -50,6 +52,80 @@ def source_extensions_root(source: str, root: Path | None = None) -> Path:
     """
     base = extensions_root() if root is None else root
     return base / f"src-{hashlib.sha256(source.encode()).hexdigest()[:16]}"
+
+
+BUILDS = "builds"
+"""Under the sandbox's cache root: one build folder per candidate source, named by a token."""
+REGISTRY = "build-registry"
+"""Under the sandbox's cache root: per source (sha256 of its text), the token of its folder."""
+_TOKEN = re.compile(r"[0-9a-f]{32}")
+
+
+def private_build_root(source: str, sandbox: Path, uid: int, gid: int) -> Path:
+    """As root: the build folder of one candidate source, which no other candidate can name.
+
+    ``<sandbox>/builds/<token>``, owned by the sandbox user (``uid``, ``gid``: its candidate
+    builds there). The token is random, kept in ``<sandbox>/build-registry/<sha256 of the
+    source>`` (root's, mode 0700), so a later check of the same source finds its build, while
+    ``builds`` is root's with mode 0711 (enter, not list): a candidate that knows another
+    source exactly cannot compute where that source builds and plant a library or a compiled
+    Triton kernel there (``src-<sha>`` folders, 2026-12-05, could be). Called in the candidate's
+    child before it drops to the sandbox user, so the token is only ever in the memory of the
+    process that checks this source.
+    """
+    registry, builds = sandbox / REGISTRY, sandbox / BUILDS
+    own_folder(registry, 0o700)
+    own_folder(builds, 0o711)
+    entry = registry / hashlib.sha256(source.encode()).hexdigest()
+    token = _read_token(entry)
+    if token is None:
+        fresh = entry.with_name(f"{entry.name}.{os.getpid()}.tmp")
+        fresh.write_text(secrets.token_hex(16))
+        fresh.chmod(0o600)
+        try:
+            os.link(fresh, entry)  # the first of two checks of a new source to get here wins
+        except FileExistsError:
+            pass
+        finally:
+            fresh.unlink()
+        token = _read_token(entry)
+        if token is None:
+            raise OSError(f"unreadable build registry entry {entry}")
+    folder = builds / token
+    folder.mkdir(mode=0o700, exist_ok=True)
+    os.chown(folder, uid, gid)
+    return folder
+
+
+def own_folder(path: Path, mode: int) -> None:
+    """Make ``path`` a real folder of this process's user, with ``mode``.
+
+    A link or a file the sandbox user left in its place is removed first.
+    """
+    if path.is_symlink() or (path.exists() and not path.is_dir()):
+        path.unlink()
+    path.mkdir(mode=mode, exist_ok=True)
+    os.chown(path, os.geteuid(), os.getegid())
+    path.chmod(mode)
+
+
+def hand_over(folder: Path, uid: int, gid: int) -> None:
+    """Give ``folder`` and everything under it to the sandbox user.
+
+    A build made as root, for candidates that must take its lock and run ninja there.
+    """
+    for dirpath, dirnames, filenames in os.walk(folder):
+        for name in [*dirnames, *filenames]:
+            os.chown(Path(dirpath) / name, uid, gid, follow_symlinks=False)
+    os.chown(folder, uid, gid)
+
+
+def _read_token(entry: Path) -> str | None:
+    try:
+        token = entry.read_text().strip()
+    except FileNotFoundError:
+        return None
+    return token if _TOKEN.fullmatch(token) else None
 
 
 def clear_stale_locks(root: Path | None = None, *, settle_s: float = 0.2) -> list[Path]:

@@ -38,6 +38,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from upskills.verify.build_locks import own_folder, private_build_root
+
 READY = "upskills-zygote-ready"
 """Line the zygote prints once its imports are done."""
 
@@ -279,7 +281,9 @@ def _judge_child(request: dict[str, Any], result_fd: int, log_path: str) -> None
             os._exit(code)
 
 
-def _candidate_child(request: dict[str, Any], log_path: str, workdir: str) -> None:
+def _candidate_child(
+    request: dict[str, Any], log_path: str, workdir: str, root: Path | None
+) -> None:
     """Body of a forked candidate child: drop privileges, then serve the judge."""
     code = 0
     try:
@@ -293,6 +297,8 @@ def _candidate_child(request: dict[str, Any], log_path: str, workdir: str) -> No
         from upskills.verify.candidate_host import drop_privileges, serve_candidate
 
         payload = request["payload"]
+        if root is not None:
+            _use_private_builds(payload["source"], root)
         drop_privileges(workdir)  # on a GPU too: the judge's buffers are VMM memory
         # another check's candidate (the same user) cannot open this one's /proc/<pid>/fd,
         # where the judge's buffers sit while a request is served, nor its memory; dropping
@@ -376,22 +382,49 @@ def sandbox_user_differs() -> bool:
     return runtime_readable_by_others()
 
 
-def _prepare_candidate_root() -> Path | None:
-    """As root: a cache folder owned by the sandbox user, shared by candidates across checks."""
-    if not sandbox_user_differs():
-        return None
+def sandbox_ids() -> tuple[int, int] | None:
+    """The sandbox user's ``(uid, gid)``; None where that user does not exist."""
     import pwd
 
     try:
         entry = pwd.getpwnam(os.environ.get("UPSKILLS_SANDBOX_USER", "nobody"))
     except KeyError:
         return None
+    return entry.pw_uid, entry.pw_gid
+
+
+def _prepare_candidate_root() -> Path | None:
+    """As root: the candidates' cache root, kept across checks.
+
+    The root itself is root's (mode 0711), so a candidate cannot rename or replace what is in
+    it; ``work`` (the checks' folders) is the sandbox user's. Each source's compile caches go
+    in a folder of its own under ``builds`` (``build_locks.private_build_root``).
+    """
+    ids = sandbox_ids() if sandbox_user_differs() else None
+    if ids is None:
+        return None
     root = sandbox_cache_root()
-    for sub in ("", "triton", "torch_extensions", "work"):
-        path = root / sub
-        path.mkdir(mode=0o700, exist_ok=True)
-        os.chown(path, entry.pw_uid, entry.pw_gid)
+    own_folder(root, 0o711)
+    work = root / "work"
+    work.mkdir(mode=0o700, exist_ok=True)
+    os.chown(work, *ids)
     return root
+
+
+def _use_private_builds(source: str, root: Path) -> None:
+    """As root, in a candidate's child: its source's own build folder for load_inline and Triton.
+
+    Handed to the sandbox user before the child drops to it.
+    """
+    ids = sandbox_ids()
+    if ids is None:
+        return
+    folder = private_build_root(source, root, *ids)
+    triton = folder / "triton"
+    triton.mkdir(mode=0o700, exist_ok=True)
+    os.chown(triton, *ids)
+    os.environ["TORCH_EXTENSIONS_DIR"] = str(folder)
+    os.environ["TRITON_CACHE_DIR"] = str(triton)
 
 
 def serve(mode: str, role: str) -> None:
@@ -426,10 +459,8 @@ def serve(mode: str, role: str) -> None:
         from upskills.verify.guards import launcher_code_roots
 
         launcher_code_roots()  # read before any candidate runs: one cannot add a folder to it
+    # the unprivileged candidates' folders; each child sets its source's compile caches
     root = _prepare_candidate_root() if role == "candidate" else None
-    if root is not None:  # compile caches the unprivileged candidate can write
-        os.environ["TRITON_CACHE_DIR"] = str(root / "triton")
-        os.environ["TORCH_EXTENSIONS_DIR"] = str(root / "torch_extensions")
     jobs = Path(tempfile.mkdtemp(prefix=f"upskills-{role}-jobs-"))
     out = sys.stdout
     out.write(READY + "\n")
@@ -486,10 +517,10 @@ def _fork_job(
         return pid, read_fd, ""
     workdir = tempfile.mkdtemp(prefix="c", dir=(root / "work") if root else jobs)
     if root is not None:
-        os.chown(workdir, *_owner(root))
+        os.chown(workdir, *_owner(root / "work"))
     pid = os.fork()
     if pid == 0:
-        _candidate_child(request, log_path, workdir)
+        _candidate_child(request, log_path, workdir, root)
     sys.stdout.write(json.dumps({"pid": pid}) + "\n")
     sys.stdout.flush()
     return pid, None, workdir

@@ -1,0 +1,100 @@
+"""Each candidate source's compile caches in a folder no other candidate can name.
+
+As root with a sandbox user, a check's child asks ``private_build_root`` for its source's folder
+before it drops to that user. The tests below stand in for a hostile candidate: a child process
+that has dropped to the sandbox user and tries to find or fill another source's folder.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import stat
+import tempfile
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from upskills.verify.build_locks import BUILDS, REGISTRY, private_build_root
+from upskills.verify.sandbox import sandbox_ids
+
+pytestmark = pytest.mark.skipif(
+    os.geteuid() != 0 or sandbox_ids() is None,
+    reason="needs root and a sandbox user to drop to",
+)
+
+SOURCE_A = "import torch\n# kernel A\n"
+SOURCE_B = "import torch\n# kernel B\n"
+
+
+@pytest.fixture
+def sandbox() -> Iterator[Path]:
+    """A cache root the sandbox user can enter, as ``/tmp/upskills-sandbox-0`` is."""
+    root = Path(tempfile.mkdtemp(prefix="upskills-test-sandbox-", dir="/tmp"))
+    root.chmod(0o711)
+    yield root
+    import shutil
+
+    shutil.rmtree(root, ignore_errors=True)
+
+
+def _as_sandbox_user(action: Callable[[], None]) -> int:
+    """Run ``action`` in a child that dropped to the sandbox user: 0 if it raised nothing, 13
+    if it was refused (``PermissionError``), 1 on any other error."""
+    ids = sandbox_ids()
+    assert ids is not None
+    pid = os.fork()
+    if pid == 0:
+        code = 1
+        try:
+            os.setgid(ids[1])
+            os.setuid(ids[0])
+            action()
+            code = 0
+        except PermissionError:
+            code = 13
+        finally:
+            os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    return os.waitstatus_to_exitcode(status)
+
+
+def test_a_source_finds_its_own_folder_again_and_another_source_gets_another(sandbox):
+    ids = sandbox_ids()
+    assert ids is not None
+    a = private_build_root(SOURCE_A, sandbox, *ids)
+    assert private_build_root(SOURCE_A, sandbox, *ids) == a  # a re-check finds its build
+    b = private_build_root(SOURCE_B, sandbox, *ids)
+    assert b != a and a.parent == b.parent == sandbox / BUILDS
+    assert (a.stat().st_uid, b.stat().st_uid) == (ids[0], ids[0])  # its candidate builds there
+    # the name is not computable from the source (the src-<sha256> folders were)
+    digest = hashlib.sha256(SOURCE_A.encode()).hexdigest()
+    assert digest[:16] not in a.name and len(a.name) == 32
+
+
+def test_the_sandbox_user_cannot_list_the_builds_nor_read_the_registry(sandbox):
+    ids = sandbox_ids()
+    assert ids is not None
+    a = private_build_root(SOURCE_A, sandbox, *ids)
+    builds, registry = sandbox / BUILDS, sandbox / REGISTRY
+    assert stat.S_IMODE(builds.stat().st_mode) == 0o711 and builds.stat().st_uid == 0
+    assert stat.S_IMODE(registry.stat().st_mode) == 0o700 and registry.stat().st_uid == 0
+    assert _as_sandbox_user(lambda: print(os.listdir(builds))) == 13
+    assert _as_sandbox_user(lambda: print(os.listdir(registry))) == 13
+    assert _as_sandbox_user(lambda: (builds / "planted").mkdir()) == 13
+    # its own folder, by the name its check was given, it can use
+    assert _as_sandbox_user(lambda: (a / "built.so").write_bytes(b"\x7fELF")) == 0
+
+
+def test_a_link_left_in_place_of_the_builds_folder_is_replaced(sandbox, tmp_path):
+    """A sandbox root from before this change was the sandbox user's: what it left there is
+    not trusted."""
+    ids = sandbox_ids()
+    assert ids is not None
+    elsewhere = tmp_path / "theirs"
+    elsewhere.mkdir()
+    (sandbox / BUILDS).symlink_to(elsewhere)
+    folder = private_build_root(SOURCE_A, sandbox, *ids)
+    assert not (sandbox / BUILDS).is_symlink() and folder.parent == sandbox / BUILDS
+    assert not any(elsewhere.iterdir())
