@@ -98,3 +98,18 @@ def test_a_link_left_in_place_of_the_builds_folder_is_replaced(sandbox, tmp_path
     folder = private_build_root(SOURCE_A, sandbox, *ids)
     assert not (sandbox / BUILDS).is_symlink() and folder.parent == sandbox / BUILDS
     assert not any(elsewhere.iterdir())
+
+
+def test_callers_racing_for_a_new_source_all_get_one_folder(sandbox):
+    """The pre-build runs a thread per kernel, and two checks of one new source may start
+    together: the first entry written is the one every caller reads."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    ids = sandbox_ids()
+    assert ids is not None
+    with ThreadPoolExecutor(8) as pool:
+        folders = set(pool.map(lambda _: private_build_root(SOURCE_A, sandbox, *ids), range(32)))
+    assert len(folders) == 1
+    assert [p.name for p in (sandbox / REGISTRY).iterdir()] == [
+        hashlib.sha256(SOURCE_A.encode()).hexdigest()
+    ]  # no temporary entry left behind

@@ -79,7 +79,7 @@ def private_build_root(source: str, sandbox: Path, uid: int, gid: int) -> Path:
     entry = registry / hashlib.sha256(source.encode()).hexdigest()
     token = _read_token(entry)
     if token is None:
-        fresh = entry.with_name(f"{entry.name}.{os.getpid()}.tmp")
+        fresh = entry.with_name(f"{entry.name}.{secrets.token_hex(8)}.tmp")  # one per caller
         fresh.write_text(secrets.token_hex(16))
         fresh.chmod(0o600)
         try:
