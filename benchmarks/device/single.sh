@@ -27,6 +27,9 @@
 #   LNPROBE=1        benchmarks/corpus_live/ln_wait_probe.py: 40_LayerNorm's final kernel built again
 #                    with %globaltimer stamps (LNPROBE=DIR: that session's), where each CTA waits
 #                    per row -> $OUT/ln_wait_probe.json
+#   MIXCOPY=1        benchmarks/corpus_live/ln_mix_copy.py: 40_LayerNorm's bytes copied four ways
+#                    (flat; s21's slices; s21's loads, stores and hints; the same with a grid
+#                    barrier per row), timed side by side -> $OUT/ln_mix_copy.json
 #   FLUSH=1          benchmarks/flush_bias.py: the same calls timed after the verifier's write
 #                    flush and after a read flush, interleaved -> $OUT/flush_bias.json
 #   ABLATE=1         upskills distill --ablate --device cuda over traces/corpus-live, resuming
@@ -138,6 +141,12 @@ if [ -n "${LNPROBE:-}" ] && [ "$(left 15)" -gt 60 ]; then
   timeout -k 10 "$(left 15)" python3 benchmarks/corpus_live/ln_wait_probe.py "${probe_session[@]}" \
     --out "$OUT/ln_wait_probe.json" > /tmp/ln_wait_probe.log 2>&1
   echo "ln wait probe exit $?"; tail -22 /tmp/ln_wait_probe.log
+fi
+
+if [ -n "${MIXCOPY:-}" ] && [ "$(left 15)" -gt 60 ]; then
+  timeout -k 10 "$(left 15)" python3 benchmarks/corpus_live/ln_mix_copy.py \
+    --out "$OUT/ln_mix_copy.json" > /tmp/ln_mix_copy.log 2>&1
+  echo "ln mix copy exit $?"; tail -6 /tmp/ln_mix_copy.log
 fi
 
 if [ -n "${STABILITY:-}" ] && [ "$(left 15)" -gt 60 ]; then

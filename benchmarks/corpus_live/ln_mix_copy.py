@@ -1,0 +1,231 @@
+"""What DRAM gives 40_LayerNorm's traffic without its statistics: copies in s21's shape. (CUDA)
+
+    python benchmarks/corpus_live/ln_mix_copy.py --out ln_mix_copy.json
+
+Round 35 (``docs/design/corpus.md``) found s21's row period at 11.0 us, 72% of the copy
+ceiling, whatever the row's sync did (s25 narrowed the straggler's drift; the period stayed).
+This asks whether the traffic alone costs that: y = x over 40_LayerNorm's [16, 4194304] fp32
+(268 + 268 MB), timed by the verifier's own timer (``time_cuda``, write flush) in one process,
+four ways, each against the first:
+
+- ``flat``: a grid-stride float4 copy (what the copy ceiling measures);
+- ``rows``: s21's grid and slices (256 CTAs of 256 threads, 16384 columns each), every CTA
+  copying its slice row after row, loads then stores, no sync between CTAs;
+- ``s21_order``: s21's loads, stores and cache hints without its statistics: per CTA, the
+  held half of row r + 1 read evict-first into registers and the other half read into L2
+  (``ld.global.cg``, summed so the loads stay), then row r written from the held registers and
+  from the streamed half read again from L2 (``ld.global.cs``), stores evict-first;
+- ``s21_order_synced``: the same with s21's dependency between CTAs: each CTA counts its
+  arrival at row r once its loads of the row have landed (a block barrier, then one increment
+  of the row's counter in global memory), and waits before writing row r until every CTA
+  arrived (all CTAs resident through a cooperative launch), as s21's N(r) waits for the row's
+  statistics. Unlike s21 the CTA's warps meet at a block barrier per row.
+
+``flat`` near the ceiling and ``s21_order`` at ~72% would say the mix of reads and writes is
+what costs; ``s21_order`` near ``flat`` and ``s21_order_synced`` at ~72% would say the row's
+barrier is. A diagnostic, never a candidate. Prints a table and writes JSON to ``--out``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import Any
+
+ROWS, COLS = 16, 64 * 256 * 256
+T, PER4, HOLD = 256, 16, 8
+SLICE = T * PER4 * 4
+
+CUDA_SRC = r"""
+#include <torch/extension.h>
+#include <ATen/cuda/CUDAContext.h>
+#include <c10/cuda/CUDAException.h>
+
+constexpr int T = 256, PER4 = 16, HOLD = 8, SLICE = T * PER4 * 4;
+
+__global__ void copy_flat(const float4* __restrict__ x, float4* __restrict__ y, long long n4) {
+  for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n4;
+       i += (long long)gridDim.x * blockDim.x)
+    y[i] = x[i];
+}
+
+__global__ void __launch_bounds__(T, 2)
+copy_rows(const float* __restrict__ x, float* __restrict__ y, int rows, long long d) {
+  const long long c0 = (long long)blockIdx.x * SLICE;
+  for (int r = 0; r < rows; ++r) {
+    const float4* xs = reinterpret_cast<const float4*>(x + r * d + c0);
+    float4* ys = reinterpret_cast<float4*>(y + r * d + c0);
+    float4 v[PER4];
+#pragma unroll
+    for (int i = 0; i < PER4; ++i) v[i] = __ldcs(xs + i * T + threadIdx.x);
+#pragma unroll
+    for (int i = 0; i < PER4; ++i) __stcs(ys + i * T + threadIdx.x, v[i]);
+  }
+}
+
+// Row r's arrival: every thread's loads of it have landed (acc depends on them), then one
+// increment of the row's count. Its wait: the count has every CTA's arrival of this call.
+__device__ __forceinline__ void arrive(unsigned* count, float acc) {
+  const int any = __syncthreads_or(acc == 1.2345f);  // waits for acc, so for the loads
+  if (threadIdx.x == 0) {
+    __threadfence();
+    atomicAdd(count, any ? 2u : 1u);  // 2 never in practice: the sum is not 1.2345
+  }
+}
+__device__ __forceinline__ void wait_row(unsigned* count, unsigned target) {
+  if (threadIdx.x == 0) {
+    while (atomicAdd(count, 0u) < target) __nanosleep(32);
+    __threadfence();
+  }
+  __syncthreads();
+}
+
+// s21's traffic: S(r + 1) (held half evict-first into registers, streamed half into L2), then
+// N(r) (held half stored, streamed half read again from L2 and stored), rows two at a time.
+template <bool SYNC>
+__global__ void __launch_bounds__(T, 2)
+copy_s21(const float* __restrict__ x, float* __restrict__ y, int rows, long long d,
+         unsigned* counts, unsigned base, float* sink) {
+  const long long c0 = (long long)blockIdx.x * SLICE;
+  const int tid = threadIdx.x;
+  float4 ha[HOLD], hb[HOLD];
+  float acc = 0.f;
+  auto stats = [&](int r, float4 (&held)[HOLD]) {
+    const float4* xs = reinterpret_cast<const float4*>(x + r * d + c0);
+#pragma unroll
+    for (int i = 0; i < HOLD; ++i) held[i] = __ldcs(xs + i * T + tid);
+#pragma unroll
+    for (int i = HOLD; i < PER4; ++i) {
+      const float4 v = __ldcg(xs + i * T + tid);
+      acc += (v.x + v.y) + (v.z + v.w);
+    }
+    if (SYNC) {  // as s21 publishes its partial: after the row's loads, held ones included
+#pragma unroll
+      for (int i = 0; i < HOLD; ++i) acc += (held[i].x + held[i].y) + (held[i].z + held[i].w);
+      arrive(counts + r, acc);
+    }
+  };
+  auto norm = [&](int r, const float4 (&held)[HOLD]) {
+    if (SYNC) wait_row(counts + r, base + gridDim.x);  // as s21 waits for the row's statistics
+    const float4* xs = reinterpret_cast<const float4*>(x + r * d + c0);
+    float4* ys = reinterpret_cast<float4*>(y + r * d + c0);
+#pragma unroll
+    for (int i = 0; i < HOLD; ++i) __stcs(ys + i * T + tid, held[i]);
+#pragma unroll
+    for (int i = HOLD; i < PER4; ++i) __stcs(ys + i * T + tid, __ldcs(xs + i * T + tid));
+  };
+  stats(0, ha);
+  for (int r = 0; r < rows; r += 2) {
+    if (r + 1 < rows) stats(r + 1, hb);
+    norm(r, ha);
+    if (r + 1 >= rows) break;
+    if (r + 2 < rows) stats(r + 2, ha);
+    norm(r + 1, hb);
+  }
+  if (acc == 1.2345f) sink[blockIdx.x] = acc;  // keeps the streamed loads
+}
+
+void run(int64_t which, torch::Tensor x, torch::Tensor y, torch::Tensor counts, int64_t call,
+         torch::Tensor sink) {
+  const int rows = (int)x.size(0);
+  const long long d = x.size(1);
+  const int grid = (int)(d / SLICE);
+  auto stream = at::cuda::getCurrentCUDAStream();
+  const float* xp = x.data_ptr<float>();
+  float* yp = y.data_ptr<float>();
+  if (which == 0) {
+    const int sms = at::cuda::getCurrentDeviceProperties()->multiProcessorCount;
+    copy_flat<<<sms * 8, 512, 0, stream>>>(reinterpret_cast<const float4*>(xp),
+                                           reinterpret_cast<float4*>(yp), x.numel() / 4);
+  } else if (which == 1) {
+    copy_rows<<<grid, T, 0, stream>>>(xp, yp, rows, d);
+  } else {
+    unsigned* cp = reinterpret_cast<unsigned*>(counts.data_ptr<int>());
+    unsigned base = (unsigned)(call * grid);  // each row's counter grows by the grid each call
+    float* sp = sink.data_ptr<float>();
+    int rows_i = rows;
+    long long d_ = d;
+    void* args[] = {&xp, &yp, &rows_i, &d_, &cp, &base, &sp};
+    auto k = which == 2 ? (void*)copy_s21<false> : (void*)copy_s21<true>;
+    C10_CUDA_CHECK(cudaLaunchCooperativeKernel(k, dim3(grid), dim3(T), args, 0, stream));
+  }
+  C10_CUDA_KERNEL_LAUNCH_CHECK();
+}
+"""
+
+VARIANTS = ("flat", "rows", "s21_order", "s21_order_synced")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", type=Path, default=Path("ln_mix_copy.json"))
+    parser.add_argument("--rounds", type=int, default=3, help="passes over the four variants")
+    args = parser.parse_args()
+
+    import statistics
+
+    import torch
+    from torch.utils.cpp_extension import load_inline
+
+    from upskills.verify.timing import time_cuda
+
+    ext = load_inline(
+        name="upskills_bench_ln_mix_copy",
+        cpp_sources="void run(int64_t which, torch::Tensor x, torch::Tensor y, "
+        "torch::Tensor counts, int64_t call, torch::Tensor sink);",
+        cuda_sources=CUDA_SRC,
+        functions=["run"],
+        extra_cuda_cflags=["-O3"],
+    )
+    x = torch.randn(ROWS, COLS, device="cuda")
+    y = torch.empty_like(x)
+    counts = torch.zeros(ROWS, device="cuda", dtype=torch.int32)
+    sink = torch.zeros(COLS // SLICE, device="cuda")
+    synced = [0]  # calls of the synced variant so far: each adds the grid to every row's count
+
+    def call(which: int) -> None:
+        ext.run(which, x, y, counts, synced[0], sink)
+        synced[0] += which == 3
+
+    for which in range(len(VARIANTS)):  # each variant copies right before it is timed
+        y.zero_()
+        call(which)
+        torch.cuda.synchronize()
+        if not torch.equal(y, x):
+            raise SystemExit(f"{VARIANTS[which]}: the copy is wrong")
+    nbytes = 2 * x.numel() * 4
+    runs: dict[str, list[float]] = {v: [] for v in VARIANTS}
+    for _ in range(args.rounds):  # interleaved, so clocks and the machine's state are shared
+        for which, name in enumerate(VARIANTS):
+            timing, _ = time_cuda(lambda w=which: call(w), min_reps=50, target_s=0.3)
+            runs[name].append(timing.median_ms)
+    flat = statistics.median(runs["flat"])
+    rows: list[dict[str, Any]] = []
+    for name in VARIANTS:
+        ms = statistics.median(runs[name])
+        row = {
+            "variant": name,
+            "median_ms": round(ms, 5),
+            "runs_ms": [round(v, 5) for v in runs[name]],
+            "gbs": round(nbytes / (ms * 1e-3) / 1e9, 1),
+            "of_flat": round(flat / ms, 3),
+        }
+        rows.append(row)
+        print(
+            f"{name:18s} {ms:.4f} ms  {row['gbs']:7.1f} GB/s  {row['of_flat']:.3f} of flat",
+            flush=True,
+        )
+    result = {
+        "gpu": torch.cuda.get_device_name(),
+        "torch": torch.__version__,
+        "bytes": nbytes,
+        "flush": "write",
+        "variants": rows,
+    }
+    args.out.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
