@@ -113,3 +113,25 @@ def test_callers_racing_for_a_new_source_all_get_one_folder(sandbox):
     assert [p.name for p in (sandbox / REGISTRY).iterdir()] == [
         hashlib.sha256(SOURCE_A.encode()).hexdigest()
     ]  # no temporary entry left behind
+
+
+def test_a_link_the_candidate_left_in_its_folder_does_not_give_it_the_target(sandbox, tmp_path):
+    """The source's folder is the sandbox user's, so its next check (as root) must not follow
+    what the last one left there: a ``triton`` link to a folder of root's would be handed to the
+    sandbox user, and so would whatever a built tree links to."""
+    from upskills.verify.build_locks import hand_over
+    from upskills.verify.sandbox import _use_private_builds  # pyright: ignore[reportPrivateUsage]
+
+    ids = sandbox_ids()
+    assert ids is not None
+    roots = tmp_path / "roots"
+    roots.mkdir()
+    (roots / "file").write_text("root's")
+    folder = private_build_root(SOURCE_A, sandbox, *ids)
+    (folder / "triton").symlink_to(roots)
+    (folder / "built").mkdir()
+    (folder / "built" / "out").symlink_to(roots / "file")
+    _use_private_builds(SOURCE_A, sandbox)
+    hand_over(folder, *ids)
+    assert roots.stat().st_uid == 0 and (roots / "file").stat().st_uid == 0
+    assert (folder / "built").stat().st_uid == ids[0]  # the real tree was handed over

@@ -112,12 +112,14 @@ def own_folder(path: Path, mode: int) -> None:
 def hand_over(folder: Path, uid: int, gid: int) -> None:
     """Give ``folder`` and everything under it to the sandbox user.
 
-    A build made as root, for candidates that must take its lock and run ninja there.
+    A build made as root, for candidates that must take its lock and run ninja there. The tree
+    is walked through folder descriptors and no link is followed (``os.fwalk``), so a link the
+    sandbox user puts in place of a folder meanwhile cannot send the walk elsewhere.
     """
-    for dirpath, dirnames, filenames in os.walk(folder):
+    for _, dirnames, filenames, dir_fd in os.fwalk(folder):
         for name in [*dirnames, *filenames]:
-            os.chown(Path(dirpath) / name, uid, gid, follow_symlinks=False)
-    os.chown(folder, uid, gid)
+            os.chown(name, uid, gid, dir_fd=dir_fd, follow_symlinks=False)
+    os.chown(folder, uid, gid, follow_symlinks=False)
 
 
 def _read_token(entry: Path) -> str | None:

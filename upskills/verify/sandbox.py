@@ -422,7 +422,9 @@ def _use_private_builds(source: str, root: Path) -> None:
     folder = private_build_root(source, root, *ids)
     triton = folder / "triton"
     triton.mkdir(mode=0o700, exist_ok=True)
-    os.chown(triton, *ids)
+    # the folder is the sandbox user's: what is at this name may be a link it left (to /etc):
+    # change the entry itself, never what it points to
+    os.chown(triton, *ids, follow_symlinks=False)
     os.environ["TORCH_EXTENSIONS_DIR"] = str(folder)
     os.environ["TRITON_CACHE_DIR"] = str(triton)
 
