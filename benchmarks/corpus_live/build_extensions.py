@@ -17,7 +17,7 @@ ablation that follows times kernels instead of building them one at a time.
 Each source builds where its check will look. As root with a sandbox user (the GPU machine),
 that is the source's private folder under the sandbox's cache root
 (``build_locks.private_build_root``), handed to the sandbox user after the build; otherwise a
-folder of its own under ``TORCH_EXTENSIONS_DIR`` (``build_locks.source_extensions_root``).
+folder of its own under ``TORCH_EXTENSIONS_DIR`` (``sandbox.check_build_folder`` says which).
 """
 
 from __future__ import annotations
@@ -39,16 +39,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from recheck import finals, task_name  # noqa: E402  # pyright: ignore[reportMissingImports]
 
 from upskills.trace import read_trace  # noqa: E402
-from upskills.verify.build_locks import (  # noqa: E402
-    clear_stale_locks,
-    hand_over,
-    private_build_root,
-    source_extensions_root,
-)
-from upskills.verify.sandbox import (  # noqa: E402
-    _prepare_candidate_root,  # pyright: ignore[reportPrivateUsage]
-    sandbox_ids,
-)
+from upskills.verify.build_locks import clear_stale_locks, hand_over  # noqa: E402
+from upskills.verify.sandbox import check_build_folder  # noqa: E402
 
 
 def sources(folders: list[Path], final: bool) -> list[tuple[str, str]]:
@@ -84,20 +76,10 @@ _RUNNING: dict[subprocess.Popen[str], Path] = {}
 removed."""
 
 
-def where(src: str) -> tuple[Path, tuple[int, int] | None]:
-    """Where a check of this source looks for its build, and the user to hand it to (None: the
-    checks run as this user)."""
-    root = _prepare_candidate_root()
-    ids = sandbox_ids() if root is not None else None
-    if root is None or ids is None:
-        return source_extensions_root(src), None
-    return source_extensions_root(src, private_build_root(src, root, *ids)), ids
-
-
 def build(name: str, src: str, timeout: float) -> str:
     """Run one kernel module from a file of its own (Triton's ``jit`` needs a real file)."""
     t0 = time.monotonic()
-    folder, ids = where(src)
+    folder, ids = check_build_folder(src)  # where a check of this source looks for its build
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / f"{name.replace('/', '_')}.py"
         path.write_text(src, encoding="utf-8")

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -16,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from tests.distill.tracegen import ROW_SUM_HINTED_TUNED, ROW_SUM_MASKED, verdict, write_trace
-from upskills.verify.build_locks import source_extensions_root
+from upskills.verify.sandbox import check_build_folder
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -33,12 +34,15 @@ time.sleep(60)
 
 
 @pytest.mark.skipif(not os.path.isdir("/proc"), reason="the lock sweep needs /proc")
-def test_stopped_by_its_budget_it_kills_its_builds_and_removes_their_locks(tmp_path):
+def test_stopped_by_its_budget_it_kills_its_builds_and_removes_their_locks(tmp_path, monkeypatch):
     folder = tmp_path / "sessions" / "slow-s1"
     folder.mkdir(parents=True)
     (folder / "state.json").write_text(json.dumps({"current_source": SLOW_BUILD}))
     ext = tmp_path / "ext"
-    lock = source_extensions_root(SLOW_BUILD, ext) / "slow_ext" / "lock"  # as a check builds
+    monkeypatch.setenv("TORCH_EXTENSIONS_DIR", str(ext))
+    built = check_build_folder(SLOW_BUILD)[0]  # where a check builds (as root: a private folder)
+    lock = built / "slow_ext" / "lock"
+    shutil.rmtree(built, ignore_errors=True)  # a private folder outlives the test: start empty
     proc = subprocess.Popen(
         [
             sys.executable,
@@ -59,7 +63,7 @@ def test_stopped_by_its_budget_it_kills_its_builds_and_removes_their_locks(tmp_p
     assert "builds killed" in out
     assert not lock.exists(), "the killed build's lock was left for the checks to wait on"
     # and nothing it half wrote: ninja could take a library a killed linker left as built
-    assert not source_extensions_root(SLOW_BUILD, ext).exists()
+    assert not built.exists()
 
 
 def test_the_ablation_mode_builds_the_cuda_kernels_the_ablation_still_has_to_judge(tmp_path):

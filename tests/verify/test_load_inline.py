@@ -8,11 +8,10 @@ from __future__ import annotations
 
 import os
 import shutil
-from pathlib import Path
 
 import pytest
 
-from upskills.verify.build_locks import private_build_root, source_extensions_root
+from upskills.verify.sandbox import check_build_folder
 from upskills.verify.verdict import ErrorClass
 
 pytestmark = [
@@ -80,21 +79,6 @@ torch::Tensor add_blas(torch::Tensor x, torch::Tensor y) {
 )
 
 
-def _build_folder(source: str, tmp_path) -> tuple[os.PathLike[str], tuple[int, int] | None]:
-    """Where a check of ``source`` builds (``TORCH_EXTENSIONS_DIR`` set to ``tmp_path / "ext"``),
-    and the sandbox user's ids where the candidate drops to it."""
-    from upskills.verify.sandbox import (
-        _prepare_candidate_root,  # pyright: ignore[reportPrivateUsage]
-        sandbox_ids,
-    )
-
-    sandbox = _prepare_candidate_root()  # as root with a sandbox user: candidates build apart
-    ids = sandbox_ids() if sandbox is not None else None
-    if sandbox is None or ids is None:
-        return source_extensions_root(source, tmp_path / "ext"), None
-    return source_extensions_root(source, private_build_root(source, sandbox, *ids)), ids
-
-
 def test_load_inline_kernel_passes_and_aten_inside_it_is_caught(add_task, tmp_path, monkeypatch):
     from upskills.verify import CheckOptions, Verifier
 
@@ -141,8 +125,8 @@ def test_a_lock_left_by_a_killed_build_does_not_hang_the_next_check(
     name = "upskills_test_lock_ext"
     monkeypatch.setenv("TORCH_EXTENSIONS_DIR", str(tmp_path / "ext"))
     source = CPP_CANDIDATE.replace("upskills_test_add_ext", name).replace("FUNC", "add_loop")
-    folder, ids = _build_folder(source, tmp_path)  # each source builds apart
-    lock = Path(folder) / name / "lock"
+    folder, ids = check_build_folder(source)  # each source builds apart
+    lock = folder / name / "lock"
     lock.parent.mkdir(parents=True, exist_ok=True)
     for stale in (lock.parent / "lock", *lock.parent.glob("*.so")):  # an earlier run's build
         stale.unlink(missing_ok=True)
@@ -169,8 +153,8 @@ def test_two_sources_that_name_their_extension_alike_keep_both_builds(
     monkeypatch.setenv("TORCH_EXTENSIONS_DIR", str(tmp_path / "ext"))
     a = CPP_CANDIDATE.replace("upskills_test_add_ext", name).replace("FUNC", "add_loop")
     b = a.replace('extra_cflags=["-O1"]', 'extra_cflags=["-O2"]')
-    so_a = Path(_build_folder(a, tmp_path)[0]) / name / f"{name}.so"
-    so_b = Path(_build_folder(b, tmp_path)[0]) / name / f"{name}.so"
+    so_a = check_build_folder(a)[0] / name / f"{name}.so"
+    so_b = check_build_folder(b)[0] / name / f"{name}.so"
     for stale in (so_a, so_b):  # an earlier run's build
         stale.unlink(missing_ok=True)
     with Verifier("cpu", CheckOptions(seeds=1, timeout_s=300)) as verifier:

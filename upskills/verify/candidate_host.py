@@ -572,19 +572,18 @@ def drop_privileges(workdir: str) -> str | None:
         The user now running, or None when nothing changed (not root, or disabled with
         ``UPSKILLS_SANDBOX_USER=none``).
     """
+    from upskills.verify.sandbox import sandbox_ids  # noqa: PLC0415 - imports this module
+
     user = os.environ.get("UPSKILLS_SANDBOX_USER", "nobody")
     if user == "none" or os.geteuid() != 0 or not runtime_readable_by_others():
         return None
-    import pwd
-
-    try:
-        entry = pwd.getpwnam(user)
-    except KeyError:
+    ids = sandbox_ids()
+    if ids is None:
         return None
-    os.chown(workdir, entry.pw_uid, entry.pw_gid)
+    os.chown(workdir, *ids)
     os.setgroups([])
-    os.setgid(entry.pw_gid)
-    os.setuid(entry.pw_uid)
+    os.setgid(ids[1])
+    os.setuid(ids[0])
     os.environ["HOME"] = workdir
     transport.OTHER_USER = True
     return user

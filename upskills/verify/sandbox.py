@@ -38,7 +38,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from upskills.verify.build_locks import own_folder, private_build_root
+from upskills.verify.build_locks import own_folder, private_build_root, source_extensions_root
 
 READY = "upskills-zygote-ready"
 """Line the zygote prints once its imports are done."""
@@ -409,6 +409,20 @@ def _prepare_candidate_root() -> Path | None:
     work.mkdir(mode=0o700, exist_ok=True)
     os.chown(work, *ids)
     return root
+
+
+def check_build_folder(source: str) -> tuple[Path, tuple[int, int] | None]:
+    """Where a check of ``source`` builds its extensions, and to whom root's build there goes.
+
+    As root with a sandbox user: in the source's private folder (``private_build_root``), with
+    the sandbox user's ids; otherwise under ``TORCH_EXTENSIONS_DIR`` and None (the checks run
+    as this user). For pre-builds and tests that must find a check's build.
+    """
+    root = _prepare_candidate_root()
+    ids = sandbox_ids() if root is not None else None
+    if root is None or ids is None:
+        return source_extensions_root(source), None
+    return source_extensions_root(source, private_build_root(source, root, *ids)), ids
 
 
 def _use_private_builds(source: str, root: Path) -> None:
