@@ -135,3 +135,23 @@ def test_a_link_the_candidate_left_in_its_folder_does_not_give_it_the_target(san
     hand_over(folder, *ids)
     assert roots.stat().st_uid == 0 and (roots / "file").stat().st_uid == 0
     assert (folder / "built").stat().st_uid == ids[0]  # the real tree was handed over
+
+
+def test_a_candidate_cannot_list_the_other_checks_folders(sandbox, monkeypatch):
+    """Every check's folder (its candidate's file, written then imported) is the sandbox user's,
+    as is every candidate: listing ``work`` would let one rewrite another check's file between
+    its write and its import. ``work`` is root's and cannot be listed; a check's own folder,
+    by the name it was given, is its candidate's."""
+    from upskills.verify import sandbox as sb
+
+    monkeypatch.setattr(sb, "sandbox_cache_root", lambda: sandbox)
+    monkeypatch.setattr(sb, "sandbox_user_differs", lambda: True)
+    root = sb._prepare_candidate_root()  # pyright: ignore[reportPrivateUsage]
+    assert root == sandbox
+    work = sandbox / "work"
+    mine = Path(tempfile.mkdtemp(prefix="c", dir=work))
+    ids = sandbox_ids()
+    assert ids is not None
+    os.chown(mine, *ids)  # as _fork_job does
+    assert _as_sandbox_user(lambda: print(os.listdir(work))) == 13
+    assert _as_sandbox_user(lambda: (mine / "candidate.py").write_text("x = 1\n")) == 0

@@ -397,17 +397,17 @@ def _prepare_candidate_root() -> Path | None:
     """As root: the candidates' cache root, kept across checks.
 
     The root itself is root's (mode 0711), so a candidate cannot rename or replace what is in
-    it; ``work`` (the checks' folders) is the sandbox user's. Each source's compile caches go
-    in a folder of its own under ``builds`` (``build_locks.private_build_root``).
+    it. So is ``work`` (0711): each check's folder in it is the sandbox user's, under a random
+    name that no other candidate can list, so a candidate cannot find another check's folder
+    and rewrite its file before that check imports it. Each source's compile caches go in a
+    folder of its own under ``builds`` (``build_locks.private_build_root``).
     """
     ids = sandbox_ids() if sandbox_user_differs() else None
     if ids is None:
         return None
     root = sandbox_cache_root()
     own_folder(root, 0o711)
-    work = root / "work"
-    work.mkdir(mode=0o700, exist_ok=True)
-    os.chown(work, *ids)
+    own_folder(root / "work", 0o711)
     return root
 
 
@@ -532,19 +532,15 @@ def _fork_job(
         os.close(write_fd)
         return pid, read_fd, ""
     workdir = tempfile.mkdtemp(prefix="c", dir=(root / "work") if root else jobs)
-    if root is not None:
-        os.chown(workdir, *_owner(root / "work"))
+    ids = sandbox_ids() if root is not None else None
+    if ids is not None:
+        os.chown(workdir, *ids)
     pid = os.fork()
     if pid == 0:
         _candidate_child(request, log_path, workdir, root)
     sys.stdout.write(json.dumps({"pid": pid}) + "\n")
     sys.stdout.flush()
     return pid, None, workdir
-
-
-def _owner(path: Path) -> tuple[int, int]:
-    st = path.stat()
-    return st.st_uid, st.st_gid
 
 
 if __name__ == "__main__":
