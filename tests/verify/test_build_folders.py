@@ -155,3 +155,14 @@ def test_a_candidate_cannot_list_the_other_checks_folders(sandbox, monkeypatch):
     os.chown(mine, *ids)  # as _fork_job does
     assert _as_sandbox_user(lambda: print(os.listdir(work))) == 13
     assert _as_sandbox_user(lambda: (mine / "candidate.py").write_text("x = 1\n")) == 0
+
+
+def test_a_damaged_registry_entry_gives_the_source_a_new_folder(sandbox):
+    ids = sandbox_ids()
+    assert ids is not None
+    first = private_build_root(SOURCE_A, sandbox, *ids)
+    entry = sandbox / REGISTRY / hashlib.sha256(SOURCE_A.encode()).hexdigest()
+    entry.write_text("not a token\n")
+    again = private_build_root(SOURCE_A, sandbox, *ids)
+    assert again != first and again.parent == first.parent  # built afresh, not refused
+    assert private_build_root(SOURCE_A, sandbox, *ids) == again

@@ -85,9 +85,10 @@ def private_build_root(source: str, sandbox: Path, uid: int, gid: int) -> Path:
         try:
             os.link(fresh, entry)  # the first of two checks of a new source to get here wins
         except FileExistsError:
-            pass
+            if _read_token(entry) is None:  # damaged (not a token): the source builds afresh
+                os.replace(fresh, entry)
         finally:
-            fresh.unlink()
+            fresh.unlink(missing_ok=True)
         token = _read_token(entry)
         if token is None:
             raise OSError(f"unreadable build registry entry {entry}")
