@@ -162,6 +162,9 @@ def test_skills_cli(skills, tmp_path):
     assert (
         out.exit_code == 1 and "FAIL" in out.output and "1 pack(s) failed validation" in out.output
     )
+    (tmp_path / "empty").mkdir()
+    out = run(main, ["skills", "validate", str(tmp_path / "empty")])
+    assert out.exit_code == 1 and "no skill pack in" in out.output
     out = run(
         main,
         [

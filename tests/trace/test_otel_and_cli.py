@@ -71,6 +71,8 @@ def test_cli_errors_are_clear(tmp_path: Path) -> None:
     bad.write_text("{oops\n")
     res = runner.invoke(main, ["traces", "show", str(bad), "--strict"])
     assert res.exit_code != 0 and "bad.jsonl:1" in res.output
+    res = runner.invoke(main, ["traces", "show", str(bad)])  # no --strict: skipped, then refused
+    assert res.exit_code != 0 and "no trace event in" in res.output and "malformed" in res.output
 
 
 def test_show_says_when_a_run_was_interrupted(sample_trace: Path) -> None:

@@ -84,6 +84,11 @@ def validate(paths: tuple[str, ...]) -> None:
             dirs = pack_dirs(raw)
         except PackError as exc:
             raise click.ClickException(str(exc)) from exc
+        if not dirs:  # nothing validated is not a pass
+            raise click.ClickException(
+                f"no skill pack in {raw}: a pack is a folder with a SKILL.md, "
+                "and a folder of packs holds such folders"
+            )
         for folder in dirs:
             errors = validate_pack(folder)
             failures += bool(errors)

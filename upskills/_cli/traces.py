@@ -121,6 +121,10 @@ def _show_line(e) -> str:  # noqa: C901 - one branch per event kind
 def show_cmd(path: str, strict: bool, as_json: bool) -> None:
     """Show a trace, event by event."""
     trace = _read(Path(path), strict)
+    if not trace.events:  # an empty file or one of malformed lines is no trace, not a run cut short
+        raise click.ClickException(
+            f"no trace event in {path}" + (" (every line was malformed)" if trace.errors else "")
+        )
     out = _out()
     for e in trace.events:
         if as_json:
