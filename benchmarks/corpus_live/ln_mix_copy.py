@@ -6,7 +6,7 @@ Round 35 (``docs/design/corpus.md``) found s21's row period at 11.0 us, 72% of t
 ceiling, whatever the row's sync did (s25 narrowed the straggler's drift; the period stayed).
 This asks whether the traffic alone costs that: y = x over 40_LayerNorm's [16, 4194304] fp32
 (268 + 268 MB), timed by the verifier's own timer (``time_cuda``, write flush) in one process,
-four ways, each against the first:
+seven ways, each against the first:
 
 - ``flat``: a grid-stride float4 copy (what the copy ceiling measures);
 - ``rows``: s21's grid and slices (256 CTAs of 256 threads, 16384 columns each), every CTA
@@ -19,11 +19,18 @@ four ways, each against the first:
   arrival at row r once its loads of the row have landed (a block barrier, then one increment
   of the row's counter in global memory), and waits before writing row r until every CTA
   arrived (all CTAs resident through a cooperative launch), as s21's N(r) waits for the row's
-  statistics. Unlike s21 the CTA's warps meet at a block barrier per row.
+  statistics. Unlike s21 the CTA's warps meet at a block barrier per row;
+- ``s21_plain``: ``s21_order`` with plain loads and stores (no cache hints);
+- ``s21_parked``: ``s21_order`` with the streamed half parked in shared memory (64 KiB a CTA,
+  two rows by parity) instead of re-read from L2: x crosses L2 once, nothing is re-read;
+- ``s21_parked_synced``: the same with the row's barrier.
 
 ``flat`` near the ceiling and ``s21_order`` at ~72% would say the mix of reads and writes is
-what costs; ``s21_order`` near ``flat`` and ``s21_order_synced`` at ~72% would say the row's
-barrier is. A diagnostic, never a candidate. Prints a table and writes JSON to ``--out``.
+what costs, and then ``s21_parked`` and ``s21_plain`` say whether the L2 re-read or the hints
+are the part that does (s21's shared memory holds weight and bias, so parking x there would
+trade them for L2 reads: worth a kernel only if ``s21_parked`` is much faster);
+``s21_order`` near ``flat`` and ``s21_order_synced`` at ~72% would say the row's barrier is.
+A diagnostic, never a candidate. Prints a table and writes JSON to ``--out``.
 """
 
 from __future__ import annotations
@@ -83,26 +90,45 @@ __device__ __forceinline__ void wait_row(unsigned* count, unsigned target) {
 
 // s21's traffic: S(r + 1) (held half evict-first into registers, streamed half into L2), then
 // N(r) (held half stored, streamed half read again from L2 and stored), rows two at a time.
-template <bool SYNC>
+// MODE 0: s21's hints (ld.cs / ld.cg / st.cs); MODE 1: the same loads and stores without hints;
+// MODE 2: s21's hints, but the streamed half parked in shared memory (by row parity) instead of
+// re-read from L2, so x crosses L2 once and the re-reads are gone.
+template <bool SYNC, int MODE>
 __global__ void __launch_bounds__(T, 2)
 copy_s21(const float* __restrict__ x, float* __restrict__ y, int rows, long long d,
          unsigned* counts, unsigned base, float* sink) {
+  extern __shared__ __align__(16) float4 park[];  // MODE 2: [2][PER4 - HOLD][T]
   const long long c0 = (long long)blockIdx.x * SLICE;
   const int tid = threadIdx.x;
   float4 ha[HOLD], hb[HOLD];
   float acc = 0.f;
+  auto ld_first = [&](const float4* p) { return MODE == 1 ? *p : __ldcs(p); };
+  auto st = [&](float4* p, float4 v) {
+    if (MODE == 1) *p = v; else __stcs(p, v);
+  };
   auto stats = [&](int r, float4 (&held)[HOLD]) {
     const float4* xs = reinterpret_cast<const float4*>(x + r * d + c0);
 #pragma unroll
-    for (int i = 0; i < HOLD; ++i) held[i] = __ldcs(xs + i * T + tid);
+    for (int i = 0; i < HOLD; ++i) held[i] = ld_first(xs + i * T + tid);
 #pragma unroll
     for (int i = HOLD; i < PER4; ++i) {
-      const float4 v = __ldcg(xs + i * T + tid);
-      acc += (v.x + v.y) + (v.z + v.w);
+      if (MODE == 2) {  // a thread parks what it alone reads back: no barrier needed
+        park[((r & 1) * (PER4 - HOLD) + (i - HOLD)) * T + tid] = __ldcs(xs + i * T + tid);
+      } else {
+        const float4 v = MODE == 1 ? xs[i * T + tid] : __ldcg(xs + i * T + tid);
+        acc += (v.x + v.y) + (v.z + v.w);
+      }
     }
     if (SYNC) {  // as s21 publishes its partial: after the row's loads, held ones included
 #pragma unroll
       for (int i = 0; i < HOLD; ++i) acc += (held[i].x + held[i].y) + (held[i].z + held[i].w);
+      if (MODE == 2) {
+#pragma unroll
+        for (int i = HOLD; i < PER4; ++i) {
+          const float4 v = park[((r & 1) * (PER4 - HOLD) + (i - HOLD)) * T + tid];
+          acc += (v.x + v.y) + (v.z + v.w);
+        }
+      }
       arrive(counts + r, acc);
     }
   };
@@ -111,9 +137,13 @@ copy_s21(const float* __restrict__ x, float* __restrict__ y, int rows, long long
     const float4* xs = reinterpret_cast<const float4*>(x + r * d + c0);
     float4* ys = reinterpret_cast<float4*>(y + r * d + c0);
 #pragma unroll
-    for (int i = 0; i < HOLD; ++i) __stcs(ys + i * T + tid, held[i]);
+    for (int i = 0; i < HOLD; ++i) st(ys + i * T + tid, held[i]);
 #pragma unroll
-    for (int i = HOLD; i < PER4; ++i) __stcs(ys + i * T + tid, __ldcs(xs + i * T + tid));
+    for (int i = HOLD; i < PER4; ++i) {
+      const float4 v = MODE == 2 ? park[((r & 1) * (PER4 - HOLD) + (i - HOLD)) * T + tid]
+                                 : ld_first(xs + i * T + tid);
+      st(ys + i * T + tid, v);
+    }
   };
   stats(0, ha);
   for (int r = 0; r < rows; r += 2) {
@@ -125,6 +155,8 @@ copy_s21(const float* __restrict__ x, float* __restrict__ y, int rows, long long
   }
   if (acc == 1.2345f) sink[blockIdx.x] = acc;  // keeps the streamed loads
 }
+
+constexpr int PARK_BYTES = 2 * (PER4 - HOLD) * T * 16;  // 64 KiB: two CTAs fit an SM
 
 void run(int64_t which, torch::Tensor x, torch::Tensor y, torch::Tensor counts, int64_t call,
          torch::Tensor sink) {
@@ -141,26 +173,44 @@ void run(int64_t which, torch::Tensor x, torch::Tensor y, torch::Tensor counts, 
   } else if (which == 1) {
     copy_rows<<<grid, T, 0, stream>>>(xp, yp, rows, d);
   } else {
-    unsigned* cp = reinterpret_cast<unsigned*>(counts.data_ptr<int>());
-    unsigned base = (unsigned)(call * grid);  // each row's counter grows by the grid each call
+    // which 2..6: s21_order, s21_order_synced, s21_plain, s21_parked, s21_parked_synced; each
+    // synced variant counts on its own rows of counts, growing by the grid each of its calls
+    unsigned* cp = reinterpret_cast<unsigned*>(counts.data_ptr<int>()) + (which == 6 ? rows : 0);
+    unsigned base = (unsigned)(call * grid);
     float* sp = sink.data_ptr<float>();
     int rows_i = rows;
     long long d_ = d;
     void* args[] = {&xp, &yp, &rows_i, &d_, &cp, &base, &sp};
-    auto k = which == 2 ? (void*)copy_s21<false> : (void*)copy_s21<true>;
-    C10_CUDA_CHECK(cudaLaunchCooperativeKernel(k, dim3(grid), dim3(T), args, 0, stream));
+    void* k = which == 2 ? (void*)copy_s21<false, 0>
+            : which == 3 ? (void*)copy_s21<true, 0>
+            : which == 4 ? (void*)copy_s21<false, 1>
+            : which == 5 ? (void*)copy_s21<false, 2>
+                         : (void*)copy_s21<true, 2>;
+    const int smem = which >= 5 ? PARK_BYTES : 0;
+    if (smem)
+      C10_CUDA_CHECK(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+    C10_CUDA_CHECK(cudaLaunchCooperativeKernel(k, dim3(grid), dim3(T), args, (size_t)smem, stream));
   }
   C10_CUDA_KERNEL_LAUNCH_CHECK();
 }
 """
 
-VARIANTS = ("flat", "rows", "s21_order", "s21_order_synced")
+VARIANTS = (
+    "flat",
+    "rows",
+    "s21_order",
+    "s21_order_synced",
+    "s21_plain",
+    "s21_parked",
+    "s21_parked_synced",
+)
+SYNCED = (3, 6)
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, default=Path("ln_mix_copy.json"))
-    parser.add_argument("--rounds", type=int, default=3, help="passes over the four variants")
+    parser.add_argument("--rounds", type=int, default=3, help="passes over the variants")
     args = parser.parse_args()
 
     import statistics
@@ -180,13 +230,14 @@ def main() -> int:
     )
     x = torch.randn(ROWS, COLS, device="cuda")
     y = torch.empty_like(x)
-    counts = torch.zeros(ROWS, device="cuda", dtype=torch.int32)
+    counts = torch.zeros(2 * ROWS, device="cuda", dtype=torch.int32)
     sink = torch.zeros(COLS // SLICE, device="cuda")
-    synced = [0]  # calls of the synced variant so far: each adds the grid to every row's count
+    synced = dict.fromkeys(SYNCED, 0)  # calls of each synced variant so far: each adds the grid
 
     def call(which: int) -> None:
-        ext.run(which, x, y, counts, synced[0], sink)
-        synced[0] += which == 3
+        ext.run(which, x, y, counts, synced.get(which, 0), sink)
+        if which in synced:
+            synced[which] += 1
 
     for which in range(len(VARIANTS)):  # each variant copies right before it is timed
         y.zero_()
