@@ -6,7 +6,7 @@ Round 35 (``docs/design/corpus.md``) found s21's row period at 11.0 us, 72% of t
 ceiling, whatever the row's sync did (s25 narrowed the straggler's drift; the period stayed).
 This asks whether the traffic alone costs that: y = x over 40_LayerNorm's [16, 4194304] fp32
 (268 + 268 MB), timed by the verifier's own timer (``time_cuda``, write flush) in one process,
-seven ways, each against the first:
+eight ways, each against the first:
 
 - ``flat``: a grid-stride float4 copy (what the copy ceiling measures);
 - ``rows``: s21's grid and slices (256 CTAs of 256 threads, 16384 columns each), every CTA
@@ -23,12 +23,15 @@ seven ways, each against the first:
 - ``s21_plain``: ``s21_order`` with plain loads and stores (no cache hints);
 - ``s21_parked``: ``s21_order`` with the streamed half parked in shared memory (64 KiB a CTA,
   two rows by parity) instead of re-read from L2: x crosses L2 once, nothing is re-read;
-- ``s21_parked_synced``: the same with the row's barrier.
+- ``s21_parked_synced``: the same with the row's barrier;
+- ``s21_order_balanced``: ``s21_order`` on two CTAs on every SM (264 on the H200, where s21's
+  256 leave 8 SMs with one), each a slightly smaller slice (masked, as s21 masks).
 
 ``flat`` near the ceiling and ``s21_order`` at ~72% would say the mix of reads and writes is
 what costs, and then ``s21_parked`` and ``s21_plain`` say whether the L2 re-read or the hints
 are the part that does (s21's shared memory holds weight and bias, so parking x there would
-trade them for L2 reads: worth a kernel only if ``s21_parked`` is much faster);
+trade them for L2 reads: worth a kernel only if ``s21_parked`` is much faster), and
+``s21_order_balanced`` whether the 8 SMs holding one CTA cost the ~3% their share would say;
 ``s21_order`` near ``flat`` and ``s21_order_synced`` at ~72% would say the row's barrier is.
 A diagnostic, never a candidate. Prints a table and writes JSON to ``--out``.
 """
@@ -98,8 +101,13 @@ __global__ void __launch_bounds__(T, 2)
 copy_s21(const float* __restrict__ x, float* __restrict__ y, int rows, long long d,
          unsigned* counts, unsigned base, float* sink) {
   extern __shared__ __align__(16) float4 park[];  // MODE 2: [2][PER4 - HOLD][T]
-  const long long c0 = (long long)blockIdx.x * SLICE;
+  // this CTA's float4 columns [q0, q0 + n4) of each row: SLICE / 4 each on s21's grid, fewer
+  // (masked, as s21 masks) on a larger one
+  const long long q0 = (long long)blockIdx.x * (d / 4) / gridDim.x;
+  const int n4 = (int)(((long long)blockIdx.x + 1) * (d / 4) / gridDim.x - q0);
+  const long long c0 = q0 * 4;
   const int tid = threadIdx.x;
+  const float4 zero = make_float4(0.f, 0.f, 0.f, 0.f);
   float4 ha[HOLD], hb[HOLD];
   float acc = 0.f;
   auto ld_first = [&](const float4* p) { return MODE == 1 ? *p : __ldcs(p); };
@@ -109,13 +117,15 @@ copy_s21(const float* __restrict__ x, float* __restrict__ y, int rows, long long
   auto stats = [&](int r, float4 (&held)[HOLD]) {
     const float4* xs = reinterpret_cast<const float4*>(x + r * d + c0);
 #pragma unroll
-    for (int i = 0; i < HOLD; ++i) held[i] = ld_first(xs + i * T + tid);
+    for (int i = 0; i < HOLD; ++i) held[i] = i * T + tid < n4 ? ld_first(xs + i * T + tid) : zero;
 #pragma unroll
     for (int i = HOLD; i < PER4; ++i) {
+      const bool in = i * T + tid < n4;
       if (MODE == 2) {  // a thread parks what it alone reads back: no barrier needed
-        park[((r & 1) * (PER4 - HOLD) + (i - HOLD)) * T + tid] = __ldcs(xs + i * T + tid);
+        const float4 v = in ? __ldcs(xs + i * T + tid) : zero;
+        park[((r & 1) * (PER4 - HOLD) + (i - HOLD)) * T + tid] = v;
       } else {
-        const float4 v = MODE == 1 ? xs[i * T + tid] : __ldcg(xs + i * T + tid);
+        const float4 v = !in ? zero : MODE == 1 ? xs[i * T + tid] : __ldcg(xs + i * T + tid);
         acc += (v.x + v.y) + (v.z + v.w);
       }
     }
@@ -137,9 +147,11 @@ copy_s21(const float* __restrict__ x, float* __restrict__ y, int rows, long long
     const float4* xs = reinterpret_cast<const float4*>(x + r * d + c0);
     float4* ys = reinterpret_cast<float4*>(y + r * d + c0);
 #pragma unroll
-    for (int i = 0; i < HOLD; ++i) st(ys + i * T + tid, held[i]);
+    for (int i = 0; i < HOLD; ++i)
+      if (i * T + tid < n4) st(ys + i * T + tid, held[i]);
 #pragma unroll
     for (int i = HOLD; i < PER4; ++i) {
+      if (i * T + tid >= n4) continue;
       const float4 v = MODE == 2 ? park[((r & 1) * (PER4 - HOLD) + (i - HOLD)) * T + tid]
                                  : ld_first(xs + i * T + tid);
       st(ys + i * T + tid, v);
@@ -173,8 +185,14 @@ void run(int64_t which, torch::Tensor x, torch::Tensor y, torch::Tensor counts, 
   } else if (which == 1) {
     copy_rows<<<grid, T, 0, stream>>>(xp, yp, rows, d);
   } else {
-    // which 2..6: s21_order, s21_order_synced, s21_plain, s21_parked, s21_parked_synced; each
-    // synced variant counts on its own rows of counts, growing by the grid each of its calls
+    // which 2..7: s21_order, s21_order_synced, s21_plain, s21_parked, s21_parked_synced,
+    // s21_order_balanced (two CTAs on every SM, smaller slices); each synced variant counts on
+    // its own rows of counts, growing by the grid each of its calls
+    int ctas = grid;
+    if (which == 7) {
+      ctas = 2 * at::cuda::getCurrentDeviceProperties()->multiProcessorCount;
+      TORCH_CHECK((long long)ctas * T * PER4 * 4 >= d, "2 CTAs per SM cannot cover a row");
+    }
     unsigned* cp = reinterpret_cast<unsigned*>(counts.data_ptr<int>()) + (which == 6 ? rows : 0);
     unsigned base = (unsigned)(call * grid);
     float* sp = sink.data_ptr<float>();
@@ -185,11 +203,12 @@ void run(int64_t which, torch::Tensor x, torch::Tensor y, torch::Tensor counts, 
             : which == 3 ? (void*)copy_s21<true, 0>
             : which == 4 ? (void*)copy_s21<false, 1>
             : which == 5 ? (void*)copy_s21<false, 2>
-                         : (void*)copy_s21<true, 2>;
+            : which == 6 ? (void*)copy_s21<true, 2>
+                         : (void*)copy_s21<false, 0>;
     const int smem = which >= 5 ? PARK_BYTES : 0;
     if (smem)
       C10_CUDA_CHECK(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
-    C10_CUDA_CHECK(cudaLaunchCooperativeKernel(k, dim3(grid), dim3(T), args, (size_t)smem, stream));
+    C10_CUDA_CHECK(cudaLaunchCooperativeKernel(k, dim3(ctas), dim3(T), args, (size_t)smem, stream));
   }
   C10_CUDA_KERNEL_LAUNCH_CHECK();
 }
@@ -203,6 +222,7 @@ VARIANTS = (
     "s21_plain",
     "s21_parked",
     "s21_parked_synced",
+    "s21_order_balanced",
 )
 SYNCED = (3, 6)
 
@@ -231,7 +251,7 @@ def main() -> int:
     x = torch.randn(ROWS, COLS, device="cuda")
     y = torch.empty_like(x)
     counts = torch.zeros(2 * ROWS, device="cuda", dtype=torch.int32)
-    sink = torch.zeros(COLS // SLICE, device="cuda")
+    sink = torch.zeros(4096, device="cuda")  # one slot per CTA of any grid here
     synced = dict.fromkeys(SYNCED, 0)  # calls of each synced variant so far: each adds the grid
 
     def call(which: int) -> None:

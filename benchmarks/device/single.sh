@@ -27,10 +27,11 @@
 #   LNPROBE=1        benchmarks/corpus_live/ln_wait_probe.py: 40_LayerNorm's final kernel built again
 #                    with %globaltimer stamps (LNPROBE=DIR: that session's), where each CTA waits
 #                    per row -> $OUT/ln_wait_probe.json
-#   MIXCOPY=1        benchmarks/corpus_live/ln_mix_copy.py: 40_LayerNorm's bytes copied seven ways
+#   MIXCOPY=1        benchmarks/corpus_live/ln_mix_copy.py: 40_LayerNorm's bytes copied eight ways
 #                    (flat; s21's slices; s21's loads, stores and hints; the same with a grid
 #                    barrier per row; without hints; with the re-read half parked in shared
-#                    memory, unsynced and synced), timed side by side -> $OUT/ln_mix_copy.json
+#                    memory, unsynced and synced; on 2 CTAs per SM), timed side by side
+#                    -> $OUT/ln_mix_copy.json
 #   FLUSH=1          benchmarks/flush_bias.py: the same calls timed after the verifier's write
 #                    flush and after a read flush, interleaved -> $OUT/flush_bias.json
 #   ABLATE=1         upskills distill --ablate --device cuda over traces/corpus-live, resuming
