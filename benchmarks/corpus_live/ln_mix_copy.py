@@ -25,13 +25,14 @@ eight ways, each against the first:
   two rows by parity) instead of re-read from L2: x crosses L2 once, nothing is re-read;
 - ``s21_parked_synced``: the same with the row's barrier;
 - ``s21_order_balanced``: ``s21_order`` on two CTAs on every SM (264 on the H200, where s21's
-  256 leave 8 SMs with one), each a slightly smaller slice (masked, as s21 masks).
+  256 leave 8 SMs with one: s24's grid), each a slightly smaller slice (masked, as s21 masks).
 
 ``flat`` near the ceiling and ``s21_order`` at ~72% would say the mix of reads and writes is
 what costs, and then ``s21_parked`` and ``s21_plain`` say whether the L2 re-read or the hints
 are the part that does (s21's shared memory holds weight and bias, so parking x there would
 trade them for L2 reads: worth a kernel only if ``s21_parked`` is much faster), and
-``s21_order_balanced`` whether the 8 SMs holding one CTA cost the ~3% their share would say;
+``s21_order_balanced`` whether s24's grid costs a copy too (round 34: s24, s21 on 264 CTAs,
+ran 11% slower, its grid and its extra spills not separated);
 ``s21_order`` near ``flat`` and ``s21_order_synced`` at ~72% would say the row's barrier is.
 A diagnostic, never a candidate. Prints a table and writes JSON to ``--out``.
 """
