@@ -1,0 +1,226 @@
+"""Take a device call's results into the checkout: a round, its sessions, a re-check, the ablation.
+
+After ``single.sh`` the files a call wrote under ``$OUT`` lie, read-only, in one folder here.
+Each device session did the same steps by hand; this script does them, and refuses what would
+lose or falsify something:
+
+- ``round.txt`` / ``round.log`` -> ``benchmarks/results/corpus_live/round<N>.*`` (``--round N``;
+  an existing file is never overwritten);
+- ``sessions.tgz`` unpacked over the checkout: only regular files and folders under
+  ``traces/``, none absolute or with ``..``, no link; the build locks the sessions left
+  (``.lock``) are skipped;
+- ``recheck.jsonl`` -> ``benchmarks/results/recheck_h200_run<N>.jsonl`` (``--recheck-run N``);
+- ``ablations.jsonl`` over ``benchmarks/results/ablations_h200.jsonl`` (``--ablations``), only
+  when the committed cache's lines are its first lines: the device appends to the cache it was
+  carried, so anything else is a cache from another checkout;
+- the device's paths in every file written here replaced by names that hold anywhere: its
+  checkout by ``<checkout>``, ``$OUT`` by ``$OUT``, the test suite's temporary folders by
+  ``/tmp/upskills-tests.XXXX`` (no absolute path of a machine is committed).
+
+It then prints the commands that re-make the reports and the skills (``--remake`` runs them).
+
+    python benchmarks/device/take_round.py FILES_AT --round 36 [--recheck-run 32] [--ablations]
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import shlex
+import subprocess
+import sys
+import tarfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+RESULTS = ROOT / "benchmarks" / "results"
+REPORTS = ("reports/teacher-corpus.md", "reports/teacher-corpus-read-flush.md")
+DISTILL = (
+    "python -m upskills distill traces/ --ablation-cache benchmarks/results/ablations_h200.jsonl"
+)
+DEVICE_PATHS: tuple[tuple[re.Pattern[str], str], ...] = (
+    (re.compile(r"/tmp/upskills-tests\.[A-Za-z0-9_]+"), "/tmp/upskills-tests.XXXX"),
+    (re.compile(r"/root/out\b"), "$OUT"),
+    (re.compile(r"/srv/lent/checkout\b"), "<checkout>"),
+)
+"""The device's paths and what replaces each (its checkout and ``$OUT`` as lent in 2026-12)."""
+
+
+class TakeError(Exception):
+    """A result that cannot be taken as it is (said why; nothing was written for it).
+
+    ``taken``: what was taken before it, a line each.
+    """
+
+    def __init__(self, message: str, taken: list[str] | None = None) -> None:
+        super().__init__(message)
+        self.taken = taken or []
+
+
+def redact(text: str) -> str:
+    """``text`` with the device's paths replaced (``DEVICE_PATHS``)."""
+    for pattern, name in DEVICE_PATHS:
+        text = pattern.sub(name, text)
+    return text
+
+
+def copy_redacted(src: Path, dst: Path) -> Path:
+    """Copy a text file, its device paths replaced; refuse to overwrite."""
+    if dst.exists():
+        raise TakeError(f"{dst} exists already: not overwritten")
+    dst.parent.mkdir(parents=True, exist_ok=True)
+    dst.write_text(redact(src.read_text(encoding="utf-8")), encoding="utf-8")
+    return dst
+
+
+def _members(tar: tarfile.TarFile) -> list[tarfile.TarInfo]:
+    """The archive's members to unpack, after checking every one of them."""
+    keep = []
+    for m in tar.getmembers():
+        parts = Path(m.name).parts
+        if m.name.startswith("/") or ".." in parts or not parts or parts[0] != "traces":
+            raise TakeError(f"sessions.tgz: {m.name!r} is not a path under traces/")
+        if not (m.isfile() or m.isdir()):
+            raise TakeError(f"sessions.tgz: {m.name!r} is not a plain file or folder")
+        if parts[-1] != ".lock":
+            keep.append(m)
+    return keep
+
+
+def unpack_sessions(archive: Path, root: Path = ROOT) -> list[Path]:
+    """Unpack the sessions a round judged over the checkout; their files, redacted."""
+    with tarfile.open(archive, "r:gz") as tar:
+        members = _members(tar)  # every member checked before anything is written
+        written = []
+        for m in members:
+            target = root / m.name
+            if m.isdir():
+                target.mkdir(parents=True, exist_ok=True)
+                continue
+            handle = tar.extractfile(m)
+            if handle is None:
+                raise TakeError(f"sessions.tgz: {m.name!r} cannot be read")
+            data = handle.read()
+            target.parent.mkdir(parents=True, exist_ok=True)
+            try:
+                target.write_text(redact(data.decode("utf-8")), encoding="utf-8")
+            except UnicodeDecodeError:
+                target.write_bytes(data)
+            written.append(target)
+    return written
+
+
+def take_ablations(src: Path, cache: Path) -> int:
+    """Put the device's ablation cache over the committed one; the number of new lines."""
+    old = cache.read_text(encoding="utf-8").splitlines() if cache.exists() else []
+    new = src.read_text(encoding="utf-8").splitlines()
+    if new[: len(old)] != old:
+        raise TakeError(
+            f"{src.name}: its first lines are not {cache.name}'s: a cache from another "
+            "checkout, not taken"
+        )
+    cache.write_text(redact("\n".join(new) + "\n"), encoding="utf-8")
+    return len(new) - len(old)
+
+
+def report_commands(new_recheck: str | None, root: Path = ROOT) -> list[str]:
+    """Each report's own command (its third line), the new re-check added to the write flush's."""
+    commands = []
+    for report in REPORTS:
+        line = (root / report).read_text(encoding="utf-8").splitlines()[2]
+        match = re.fullmatch(r"- Command: `(.+)`", line)
+        if match is None:
+            raise TakeError(f"{report}: line 3 is not '- Command: `...`'")
+        command = match[1]
+        if new_recheck is not None and "read-flush" not in report:
+            command = command.replace(" --out ", f" --recheck {new_recheck} --out ", 1)
+        commands.append(command)
+    return commands
+
+
+def take(
+    out: Path,
+    root: Path = ROOT,
+    *,
+    round_no: int | None = None,
+    recheck_run: int | None = None,
+    ablations: bool = False,
+) -> tuple[list[str], str | None]:
+    """Take what ``out`` holds into the checkout at ``root``.
+
+    Returns:
+        What was taken (a line each) and the new re-check file (relative to ``root``), if any.
+
+    Raises:
+        TakeError: a file cannot be taken as it is; ``taken`` on the error says what was.
+    """
+    results = root / RESULTS.relative_to(ROOT)
+    taken: list[str] = []
+    new_recheck: str | None = None
+    try:
+        if (out / "round.txt").exists():
+            if round_no is None:
+                raise TakeError("round.txt is here: say its round number (--round N)")
+            for suffix in ("txt", "log"):
+                if (out / f"round.{suffix}").exists():
+                    dst = results / "corpus_live" / f"round{round_no}.{suffix}"
+                    copy_redacted(out / f"round.{suffix}", dst)
+                    taken.append(dst.relative_to(root).as_posix())
+        if (out / "sessions.tgz").exists():
+            files = unpack_sessions(out / "sessions.tgz", root)
+            taken.append(f"{len(files)} session files from sessions.tgz")
+        if (out / "recheck.jsonl").exists():
+            if recheck_run is None:
+                raise TakeError("recheck.jsonl is here: say its run number (--recheck-run N)")
+            dst = results / f"recheck_h200_run{recheck_run}.jsonl"
+            copy_redacted(out / "recheck.jsonl", dst)
+            new_recheck = dst.relative_to(root).as_posix()
+            taken.append(new_recheck)
+        if ablations:
+            if not (out / "ablations.jsonl").exists():
+                raise TakeError("--ablations: no ablations.jsonl here")
+            added = take_ablations(out / "ablations.jsonl", results / "ablations_h200.jsonl")
+            taken.append(f"ablations_h200.jsonl: {added} new measurement line(s)")
+    except (TakeError, OSError, tarfile.TarError) as exc:
+        raise TakeError(str(exc), taken) from exc
+    return taken, new_recheck
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    parser.add_argument("files_at", type=Path, help="the folder the call's $OUT files lie in")
+    parser.add_argument("--round", type=int, help="the round number of round.txt / round.log")
+    parser.add_argument("--recheck-run", type=int, help="the re-check run of recheck.jsonl")
+    parser.add_argument("--ablations", action="store_true", help="take ablations.jsonl")
+    parser.add_argument("--remake", action="store_true", help="run the printed commands")
+    args = parser.parse_args(argv)
+    if not args.files_at.is_dir():
+        print(f"error: no folder at {args.files_at}", file=sys.stderr)
+        return 2
+    try:
+        taken, new_recheck = take(
+            args.files_at,
+            round_no=args.round,
+            recheck_run=args.recheck_run,
+            ablations=args.ablations,
+        )
+        commands = [*report_commands(new_recheck), DISTILL]
+    except TakeError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        for line in exc.taken:
+            print(f"taken before it: {line}", file=sys.stderr)
+        return 1
+    for line in taken:
+        print(f"taken: {line}")
+    print("then, to re-make the reports and the skills:")
+    for command in commands:
+        print(f"  {command}")
+        if args.remake:
+            words = shlex.split(command)
+            words = [sys.executable, "-m", "upskills", *words[words.index("upskills") + 1 :]]
+            subprocess.run(words, cwd=ROOT, check=True)  # noqa: S603 - the reports' own commands
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

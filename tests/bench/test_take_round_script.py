@@ -1,0 +1,142 @@
+"""benchmarks/device/take_round.py: a device call's results taken into a checkout, the device's
+paths replaced, and nothing taken that would escape the checkout or overwrite a result."""
+
+from __future__ import annotations
+
+import io
+import sys
+import tarfile
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "benchmarks" / "device"))
+
+import take_round as tr  # noqa: E402  # pyright: ignore[reportMissingImports]
+
+SESSION = "traces/corpus-live/kb1_40_layernorm-s26"
+
+
+def _tgz(path: Path, members: dict[str, bytes | None], links: tuple[str, ...] = ()) -> None:
+    with tarfile.open(path, "w:gz") as tar:
+        for name, data in members.items():
+            info = tarfile.TarInfo(name)
+            if data is None:
+                info.type = tarfile.DIRTYPE
+                tar.addfile(info)
+            else:
+                info.size = len(data)
+                tar.addfile(info, io.BytesIO(data))
+        for name in links:
+            info = tarfile.TarInfo(name)
+            info.type = tarfile.SYMTYPE
+            info.linkname = "/etc"
+            tar.addfile(info)
+
+
+def _checkout(tmp_path: Path) -> Path:
+    root = tmp_path / "checkout"
+    (root / "benchmarks" / "results" / "corpus_live").mkdir(parents=True)
+    (root / "reports").mkdir()
+    for name in tr.REPORTS:
+        flag = "--flush read " if "read-flush" in name else ""
+        (root / name).write_text(
+            "# Teacher corpus report\n\n"
+            f"- Command: `upskills traces report traces/corpus-live {flag}--recheck "
+            f"benchmarks/results/recheck_h200_run31.jsonl --out {name}`\n"
+        )
+    return root
+
+
+def test_a_round_its_sessions_and_a_recheck_are_taken_with_the_device_paths_replaced(tmp_path):
+    root, out = _checkout(tmp_path), tmp_path / "out"
+    out.mkdir()
+    (out / "round.txt").write_text("===== traces/x\n  /srv/lent/checkout/traces/x/kernel.py:3 ok\n")
+    (out / "round.log").write_text("built in /tmp/upskills-tests.ab12_c/k; wrote /root/out/r\n")
+    (out / "recheck.jsonl").write_text('{"source": "/srv/lent/checkout/traces/x"}\n')
+    trace = b'{"event": "tool_result", "text": "/srv/lent/checkout/k.py:1"}\n'
+    _tgz(
+        out / "sessions.tgz",
+        {SESSION: None, f"{SESSION}/trace.jsonl": trace, f"{SESSION}/.lock": b""},
+    )
+
+    taken, recheck = tr.take(out, root, round_no=36, recheck_run=32)
+
+    results = root / "benchmarks" / "results"
+    assert (results / "corpus_live" / "round36.txt").read_text() == (
+        "===== traces/x\n  <checkout>/traces/x/kernel.py:3 ok\n"
+    )
+    assert (results / "corpus_live" / "round36.log").read_text() == (
+        "built in /tmp/upskills-tests.XXXX/k; wrote $OUT/r\n"
+    )
+    assert (root / SESSION / "trace.jsonl").read_text() == (
+        '{"event": "tool_result", "text": "<checkout>/k.py:1"}\n'
+    )
+    assert not (root / SESSION / ".lock").exists()
+    assert recheck == "benchmarks/results/recheck_h200_run32.jsonl"
+    assert "<checkout>/traces/x" in (root / recheck).read_text()
+    assert "1 session files from sessions.tgz" in taken
+    commands = tr.report_commands(recheck, root)
+    write_flush = next(c for c in commands if "read" not in c)
+    read_flush = next(c for c in commands if "--flush read" in c)
+    assert f"--recheck {recheck} --out reports/teacher-corpus.md" in write_flush
+    assert recheck not in read_flush  # a write-flush re-check is not the read flush's
+
+
+def test_a_round_already_taken_is_not_overwritten(tmp_path):
+    root, out = _checkout(tmp_path), tmp_path / "out"
+    out.mkdir()
+    (out / "round.txt").write_text("new\n")
+    kept = root / "benchmarks" / "results" / "corpus_live" / "round35.txt"
+    kept.write_text("old\n")
+    with pytest.raises(tr.TakeError, match="exists already"):
+        tr.take(out, root, round_no=35)
+    assert kept.read_text() == "old\n"
+    with pytest.raises(tr.TakeError, match="--round N"):
+        tr.take(out, root)
+
+
+@pytest.mark.parametrize(
+    ("members", "links", "said"),
+    [
+        ({"../escape.txt": b"x"}, (), "not a path under traces/"),
+        ({"/etc/passwd": b"x"}, (), "not a path under traces/"),
+        ({"upskills/verify/judge.py": b"x"}, (), "not a path under traces/"),
+        ({f"{SESSION}/trace.jsonl": b"x"}, (f"{SESSION}/link",), "not a plain file or folder"),
+    ],
+)
+def test_an_archive_with_a_path_outside_traces_or_a_link_writes_nothing(
+    tmp_path, members, links, said
+):
+    root, out = _checkout(tmp_path), tmp_path / "out"
+    out.mkdir()
+    _tgz(out / "sessions.tgz", {f"{SESSION}/good.jsonl": b"ok\n", **members}, links)
+    with pytest.raises(tr.TakeError, match=said):
+        tr.take(out, root)
+    assert not (root / "traces").exists()  # the good member before it was not written either
+    assert not (tmp_path / "escape.txt").exists()
+
+
+def test_the_ablation_cache_is_taken_only_when_it_grew_from_the_committed_one(tmp_path):
+    root, out = _checkout(tmp_path), tmp_path / "out"
+    out.mkdir()
+    cache = root / "benchmarks" / "results" / "ablations_h200.jsonl"
+    cache.write_text('{"k": 1}\n{"k": 2}\n')
+    (out / "ablations.jsonl").write_text('{"k": 1}\n{"k": 3}\n')
+    with pytest.raises(tr.TakeError, match="another checkout"):
+        tr.take(out, root, ablations=True)
+    assert cache.read_text() == '{"k": 1}\n{"k": 2}\n'
+    (out / "ablations.jsonl").write_text('{"k": 1}\n{"k": 2}\n{"k": 4, "p": "/srv/lent/checkout/a"}\n')
+    taken, _ = tr.take(out, root, ablations=True)
+    assert taken == ["ablations_h200.jsonl: 1 new measurement line(s)"]
+    assert cache.read_text().splitlines()[-1] == '{"k": 4, "p": "<checkout>/a"}'
+
+
+def test_the_command_says_what_is_missing_and_takes_nothing_then(tmp_path, capsys):
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "recheck.jsonl").write_text("{}\n")
+    assert tr.main([str(out)]) == 1
+    assert "--recheck-run N" in capsys.readouterr().err
+    assert tr.main([str(tmp_path / "nothing")]) == 2
