@@ -7,12 +7,14 @@ from click.testing import CliRunner
 from upskills._cli.main import main
 from upskills.report.corpus import (
     CorpusCeilings,
+    CorpusReport,
     build_corpus_report,
     corpus_ceilings,
     task_row,
     task_work,
 )
 from upskills.report.corpus_markdown import render_corpus_markdown
+from upskills.report.corpus_plot import plotted_rows
 from upskills.tasks import load_task
 from upskills.tasks.model import Task
 from upskills.trace import TraceWriter, read_trace
@@ -413,6 +415,11 @@ def test_totals_shortfalls_and_files_from_the_cli(tmp_path, monkeypatch):
     assert row + " k3 (submit) | 0.2500 | 2.40x | 1.50x | 3221 GB/s | 81% copy |" in md
     assert "687 TFLOP/s | 87% peak |" in md
     assert "- Tasks solved: 1/2 (2 sessions)" in md
+    # the plot beside it: the solved task only (gemm_fp16 has no run_end), linked from the text
+    assert (tmp_path / "r" / "corpus.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert "](corpus.png)" in md
+    report = CorpusReport.model_validate(data)
+    assert [r.task for r in plotted_rows(report)] == ["vector_add"]
     # an override is recorded on the command line and named in the header
     res = CliRunner().invoke(main, [*args, "--ceilings", "ceil.json", "--peak-tflops", "1000"])
     assert res.exit_code == 0, res.output
@@ -671,3 +678,14 @@ def test_a_recheck_compared_with_an_earlier_recheck_keeps_its_ratio():
     row = TaskRow(task="gemm_fp16", task_hash=t.hash, final_kernel="b")
     use_recheck(row, again.model_copy(update={"recorded_flush": "write"}), None, [recorded])
     assert row.recheck_ratio is None and any("not compared" in n for n in row.notes)
+
+
+def test_without_matplotlib_the_report_says_the_plot_was_skipped(tmp_path, monkeypatch):
+    import upskills.report.corpus as corpus
+
+    monkeypatch.setattr(corpus, "plots_available", lambda: False)
+    _vector_add_trace(tmp_path / "t" / "va.jsonl")
+    corpus.write_corpus_report([tmp_path / "t"], tmp_path / "r.md")
+    md = (tmp_path / "r.md").read_text()
+    assert not (tmp_path / "r.png").exists() and "## Plot" not in md
+    assert "plots skipped: matplotlib is not installed" in md

@@ -288,7 +288,8 @@ def report_cmd(
     except ValueError as exc:
         raise click.ClickException(str(exc)) from exc
     t = rep.totals
-    _err().print(f"wrote {out}" + (f" and {json_out}" if json_out else ""))
+    plot = f", plot {Path(out).parent / rep.plot}" if rep.plot else ""
+    _err().print(f"wrote {out}" + (f" and {json_out}" if json_out else "") + plot)
     _out().print(
         f"{t['solved']}/{t['tasks']} tasks solved ({t['sessions']} sessions), "
         f"{t['solved_at_least_eager']} at least as fast as eager, "

@@ -22,8 +22,10 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict, Field
 
 from upskills.report.corpus_markdown import history_text, render_corpus_markdown
+from upskills.report.corpus_plot import plot_corpus
 from upskills.report.corpus_recheck import RECHECK_TOLERANCE, Recheck, load_rechecks, use_recheck
 from upskills.report.corpus_tasks import origin_kind, resolve_task, task_work
+from upskills.report.render import PLOTS_SKIPPED, plots_available
 from upskills.trace import iter_trace_files, read_trace
 from upskills.trace.attempts import attempts_of
 from upskills.trace.events import ToolResult
@@ -193,6 +195,8 @@ class CorpusReport(BaseModel):
     """Geomean speedups over solved tasks: all, by kernel language, by task origin."""
     shortfalls: list[str] = Field(default_factory=list)
     """Tasks that miss a target, with the attempts their sessions show."""
+    plot: str | None = None
+    """The plot's file name, beside the Markdown; None when none was written (no matplotlib)."""
 
 
 def corpus_ceilings(
@@ -556,6 +560,9 @@ def write_corpus_report(
 ) -> CorpusReport:
     """Compute the report and write it as Markdown (and JSON when ``json_out`` is given).
 
+    With matplotlib installed (the ``plots`` extra), the plot (``corpus_plot``) is written
+    beside the Markdown with the same name and ``.png``, and the Markdown shows it.
+
     Args:
         paths: trace files or folders.
         out: Markdown file to write.
@@ -573,7 +580,14 @@ def write_corpus_report(
         command = shlex.join(["upskills", "traces", "report", *paths, "--out", str(out)])
     rep = build_corpus_report(paths, command, ceilings, recheck_files)
     Path(out).parent.mkdir(parents=True, exist_ok=True)
-    Path(out).write_text(render_corpus_markdown(rep), encoding="utf-8")
+    plot_note = None
+    if plots_available():
+        png = Path(out).with_suffix(".png")
+        plot_corpus(rep, png, BANDWIDTH_TARGET)
+        rep.plot = png.name
+    else:
+        plot_note = PLOTS_SKIPPED
+    Path(out).write_text(render_corpus_markdown(rep, plot_note), encoding="utf-8")
     if json_out is not None:
         Path(json_out).parent.mkdir(parents=True, exist_ok=True)
         Path(json_out).write_text(rep.model_dump_json(indent=1) + "\n", encoding="utf-8")

@@ -69,8 +69,8 @@ def _geomean_lines(rep: CorpusReport) -> list[str]:
     return lines
 
 
-def render_corpus_markdown(rep: CorpusReport) -> str:
-    """The report as Markdown."""
+def render_corpus_markdown(rep: CorpusReport, plot_note: str | None = None) -> str:
+    """The report as Markdown, showing ``rep.plot`` when there is one (else ``plot_note``)."""
     t = rep.totals
     envs = "; ".join(
         f"{e.gpu or '?'}, torch {e.torch or '?'}, triton {e.triton or '?'}, CUDA {e.cuda or '?'} "
@@ -128,6 +128,12 @@ def render_corpus_markdown(rep: CorpusReport) -> str:
         f"{t['memory_bound_at_85pct_copy']}/{t['memory_bound']}",
         f"- GEMMs at >= 0.9x torch.matmul (eager): {t['gemm_at_0.9x_matmul']}/{t['gemm']}",
         *_recheck_lines(rep),
+        *(
+            ["", "## Plot", "", f"![final kernels: speedups and share of the ceilings]({rep.plot})"]
+            if rep.plot
+            else []
+        ),
+        *([f"- {plot_note}"] if plot_note and not rep.plot else []),
         "",
         "## Shortfalls",
         "",
