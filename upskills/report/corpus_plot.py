@@ -17,6 +17,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from matplotlib.axes import Axes
+
     from upskills.report.corpus import CorpusReport, TaskRow
 
 
@@ -65,11 +67,8 @@ def plot_corpus(rep: CorpusReport, path: Path, bandwidth_target: float = 0.85) -
     plt.close(fig)
 
 
-def _shares(ax: object, rows: list[TaskRow], target: float) -> None:
+def _shares(ax: Axes, rows: list[TaskRow], target: float) -> None:
     """Bars of each row's share of its ceiling; the memory-bound target drawn as a line."""
-    from matplotlib.axes import Axes
-
-    assert isinstance(ax, Axes)
     for i, r in enumerate(rows):
         if r.pct_copy is not None:
             miss = r.pct_copy < 100 * target
