@@ -8,6 +8,7 @@ from upskills.lift.stats import (
     cluster_t_interval,
     holm,
     newcombe_paired,
+    newcombe_tasks,
     paired_lift,
     sign_flip_test,
     wilson_interval,
@@ -77,3 +78,52 @@ def test_clustered_interval_covers_near_nominal_with_many_tasks():
         low, high = cluster_t_interval(rng.normal(0.1, 0.3, size=30), names)
         hits += low <= 0.1 <= high
     assert hits / trials >= 0.93
+
+
+def test_clustered_binary_lifts_with_no_differing_case_get_an_interval_not_a_point():
+    # 88 cases of 25 tasks, the same 12 solved in both arms: the lift is 0, not known to be 0
+    names = [f"t{i % 25}" for i in range(88)]
+    solved = [1.0 if i < 12 else 0.0 for i in range(88)]
+    lift = paired_lift(solved, solved, names)
+    assert lift.method == "newcombe-tasks" and lift.mean == 0.0
+    assert lift.ci_low < -0.05 and lift.ci_high > 0.05
+
+    # about as wide as 25 independent cases would give (3.4 of them solved), wider than 88 would
+    def width(iv: tuple[float, float]) -> float:
+        return iv[1] - iv[0]
+
+    width_25 = width(newcombe_paired([1] * 3 + [0] * 22, [1] * 3 + [0] * 22))
+    assert abs(width((lift.ci_low, lift.ci_high)) - width_25) < 0.03
+    assert width((lift.ci_low, lift.ci_high)) > width(newcombe_paired(solved, solved)) + 0.05
+    # one case a task: the plain Newcombe interval, which the scaled table reduces to
+    one = [f"t{i}" for i in range(20)]
+    arm, ref = [1.0] * 8 + [0.0] * 12, [1.0] * 8 + [0.0] * 12
+    assert newcombe_tasks(arm, ref, one) == newcombe_paired(arm, ref)
+    assert paired_lift(arm, ref, one).method == "newcombe"
+    # every case better: still an interval, below 1 and above 0
+    up = paired_lift([1.0] * 12, [0.0] * 12, [f"t{i % 4}" for i in range(12)])
+    assert up.method == "newcombe-tasks" and 0.0 < up.ci_low < up.ci_high <= 1.0
+
+
+def test_clustered_binary_lift_intervals_cover_by_simulation():
+    """Tasks of 3 correlated cases, a rare flip between arms: every interval paired_lift picks
+    (newcombe-tasks when no case differs, t otherwise) covers the true lift >= 93% of runs."""
+    rng = np.random.default_rng(7)
+    tasks, per = 20, 3
+    names = [f"t{i}" for i in range(tasks) for _ in range(per)]
+    for up, down in [(0.0, 0.0), (0.02, 0.0), (0.03, 0.01)]:
+        hits = trials = 0
+        methods: set[str] = set()
+        for _ in range(600):
+            easy = np.repeat(rng.random(tasks) < 0.4, per)  # a task's cases fail or pass together
+            ref = (easy & (rng.random(tasks * per) < 0.9)).astype(float)
+            arm = ref.copy()
+            flip = rng.random(tasks * per)
+            arm[(ref == 0) & (flip < up)] = 1.0
+            arm[(ref == 1) & (flip < down)] = 0.0
+            truth = up * (1 - ref.mean()) - down * ref.mean()  # expected lift given ref
+            lift = paired_lift(arm.tolist(), ref.tolist(), names)
+            methods.add(lift.method)
+            hits += lift.ci_low - 1e-9 <= truth <= lift.ci_high + 1e-9
+            trials += 1
+        assert hits / trials >= 0.93, (up, down, hits / trials, methods)

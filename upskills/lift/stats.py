@@ -77,7 +77,8 @@ class PairedLift:
     worse: int
     """Cases whose difference is < 0."""
     method: str = "bootstrap"
-    """How the interval was made: ``newcombe``, ``bootstrap``, ``bootstrap-few`` or ``none``."""
+    """How the interval was made: ``newcombe``, ``newcombe-tasks``, ``t``, ``t-few``,
+    ``bootstrap``, ``bootstrap-few`` or ``none``."""
 
     def as_dict(self) -> dict[str, float | int | str | None]:
         """Plain dict for JSON (no interval, one task: ``None`` ends, never NaN)."""
@@ -186,8 +187,11 @@ def sign_flip_test(
     return (hits + 1) / (resamples + 1)
 
 
-def wilson_interval(successes: int, n: int, z: float = Z95) -> tuple[float, float]:
-    """Wilson score interval of a binomial proportion (nan, nan for n = 0)."""
+def wilson_interval(successes: float, n: float, z: float = Z95) -> tuple[float, float]:
+    """Wilson score interval of a binomial proportion (nan, nan for n = 0).
+
+    Counts may be fractional, as in an effective sample size (:func:`newcombe_tasks`).
+    """
     if n <= 0:
         return (math.nan, math.nan)
     p = successes / n
@@ -207,11 +211,38 @@ def newcombe_paired(arm: Sequence[float], reference: Sequence[float]) -> tuple[f
     Returns:
         (low, high) of the 95% interval of mean(arm) - mean(reference).
     """
-    n = len(arm)
-    a = sum(1 for x, y in zip(arm, reference, strict=True) if x and y)
-    b = sum(1 for x, y in zip(arm, reference, strict=True) if x and not y)
-    c = sum(1 for x, y in zip(arm, reference, strict=True) if y and not x)
-    d = n - a - b - c
+    return _newcombe_counts(*_paired_counts(arm, reference))
+
+
+def newcombe_tasks(
+    arm: Sequence[float], reference: Sequence[float], clusters: Sequence[str]
+) -> tuple[float, float]:
+    """Newcombe's paired interval with the cases' 2x2 table scaled down to the task count.
+
+    Cases of one task are not independent; with no case that differs between the arms, their
+    correlation cannot be estimated, so this takes the most conservative design effect: every
+    task's cases perfectly correlated, the effective sample size the number of tasks ``m``
+    (the table's counts times ``m / n``). With one case per task it is :func:`newcombe_paired`.
+    """
+    counts = _paired_counts(arm, reference)
+    scale = len(set(clusters)) / len(arm)
+    return _newcombe_counts(*(x * scale for x in counts))
+
+
+def _paired_counts(
+    arm: Sequence[float], reference: Sequence[float]
+) -> tuple[float, float, float, float]:
+    """The paired 2x2 table: (both 1, arm only, reference only, both 0)."""
+    pairs = list(zip(arm, reference, strict=True))
+    a = sum(1 for x, y in pairs if x and y)
+    b = sum(1 for x, y in pairs if x and not y)
+    c = sum(1 for x, y in pairs if y and not x)
+    return (a, b, c, len(pairs) - a - b - c)
+
+
+def _newcombe_counts(a: float, b: float, c: float, d: float) -> tuple[float, float]:
+    """Newcombe's method 10 on a paired 2x2 table (counts may be fractional)."""
+    n = a + b + c + d
     p1, p2 = (a + b) / n, (a + c) / n
     l1, u1 = wilson_interval(a + b, n)
     l2, u2 = wilson_interval(a + c, n)
@@ -273,11 +304,15 @@ def lift_interval(
     """The 95% interval a paired lift can honestly claim, and the method used.
 
     One cluster: no interval (``none``). Binary outcomes with one case per cluster: Newcombe's
-    paired Wilson interval (``newcombe``), good at any size. Otherwise a t interval over task
+    paired Wilson interval (``newcombe``), good at any size. Binary outcomes with several cases
+    per cluster, none of them differing between the arms (or all of them): Newcombe's interval
+    on the table scaled to the cluster count (``newcombe-tasks``), since no spread would make
+    any interval of the cases a point that claims certainty. Otherwise a t interval over task
     clusters (``t``; the percentile bootstrap undercovered in simulation: ~0.88 at 30 tasks),
     flagged ``t-few`` below :data:`MIN_BOOTSTRAP_CLUSTERS` clusters, where it leans on
     normality; a t interval of a difference of rates is clipped to [-1, 1], where the
-    difference lies. All-equal differences fall back to the bootstrap (a degenerate point).
+    difference lies. All-equal differences of other scores fall back to the bootstrap (a
+    degenerate point: every case moved by the same amount).
     """
     names = clusters or [str(i) for i in range(diffs_arm.size)]
     m = len(set(names))
@@ -288,6 +323,9 @@ def lift_interval(
         low, high = newcombe_paired(diffs_arm.tolist(), diffs_ref.tolist())
         return (low, high, "newcombe")
     diffs = diffs_arm - diffs_ref
+    if not np.any(diffs - diffs.mean()) and binary:  # no spread: a t interval would be a point
+        low, high = newcombe_tasks(diffs_arm.tolist(), diffs_ref.tolist(), names)
+        return (low, high, "newcombe-tasks")
     if not np.any(diffs - diffs.mean()):
         low, high = bootstrap_ci(diffs, clusters)  # no spread: a t interval would be a point
         return (low, high, "bootstrap" if m >= MIN_BOOTSTRAP_CLUSTERS else "bootstrap-few")

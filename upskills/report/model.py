@@ -29,9 +29,11 @@ class Interval(BaseModel):
     worse: int
     """Cases where the arm scored lower (how many cases got worse)."""
     method: str = "bootstrap"
-    """Interval method: ``newcombe`` (paired Wilson), ``t`` (t over task clusters), ``t-few``
-    (fewer than 10 tasks: leans on normality, flagged), ``bootstrap``/``bootstrap-few`` (no
-    spread) or ``none`` (one task: no interval)."""
+    """Interval method: ``newcombe`` (paired Wilson), ``newcombe-tasks`` (paired Wilson on the
+    table scaled to the task count: 0/1 outcomes, several cases a task, none differing),
+    ``t`` (t over task clusters), ``t-few`` (fewer than 10 tasks: leans on normality,
+    flagged), ``bootstrap``/``bootstrap-few`` (no spread in other scores) or ``none`` (one
+    task: no interval)."""
     p_holm: float | None = None
     """p-value Holm-adjusted across every lift row of the report."""
 

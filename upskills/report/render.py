@@ -163,6 +163,8 @@ def render_markdown(report: Report) -> str:
     parts += [
         "Lifts are paired per-case differences in percentage points with 95% intervals: "
         "Newcombe's paired Wilson interval when each task has one case with a 0/1 outcome, "
+        "and on the cases' table scaled to the task count when no case differs between the "
+        "arms (`newcombe-tasks`: a point would claim certainty), "
         "else a t interval over task clusters (flagged `t-few` under "
         "10 tasks); no interval for one task. p: two-sided sign-flip permutation test, "
         "Holm-adjusted across all rows in parentheses. `chance` is a uniform guess "
