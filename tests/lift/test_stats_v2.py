@@ -11,6 +11,7 @@ from upskills.lift.stats import (
     newcombe_tasks,
     paired_lift,
     sign_flip_test,
+    wilson_clustered,
     wilson_interval,
 )
 
@@ -127,3 +128,40 @@ def test_clustered_binary_lift_intervals_cover_by_simulation():
             hits += lift.ci_low - 1e-9 <= truth <= lift.ci_high + 1e-9
             trials += 1
         assert hits / trials >= 0.93, (up, down, hits / trials, methods)
+
+
+def test_a_pass_rate_over_clustered_cases_is_widened_by_the_design_effect():
+    # one case a task: the plain Wilson interval
+    one = [f"t{i}" for i in range(20)]
+    outcomes = [1.0] * 7 + [0.0] * 13
+    assert wilson_clustered(outcomes, one) == wilson_interval(7, 20)
+    # 3 cases a task that always agree: as wide as 7 independent tasks, not 21 cases
+    names = [f"t{i}" for i in range(7) for _ in range(3)]
+    agree = [1.0 if i < 3 else 0.0 for i in range(7) for _ in range(3)]
+    low, high = wilson_clustered(agree, names)
+    plain7 = wilson_interval(3, 7)
+    assert abs(low - plain7[0]) < 1e-9 and abs(high - plain7[1]) < 1e-9
+    # cases of a task that disagree as much as independent ones: no wider than the plain one
+    mixed = [1.0, 0.0, 0.0] * 7
+    assert wilson_clustered(mixed, names) == wilson_interval(7, 21)
+    # nothing passed: no spread to estimate from, so the task count is the sample size
+    assert wilson_clustered([0.0] * 21, names) == wilson_interval(0, 7)
+
+
+def test_the_clustered_pass_rate_interval_covers_by_simulation():
+    """Tasks of 3 cases sharing a latent difficulty: the plain Wilson interval over cases
+    undercovers, the clustered one covers >= 93%."""
+    rng = np.random.default_rng(11)
+    tasks, per, truth = 21, 3, 0.4
+    names = [f"t{i}" for i in range(tasks) for _ in range(per)]
+    plain_hits = clustered_hits = 0
+    trials = 1000
+    for _ in range(trials):
+        p_task = rng.beta(0.8, 1.2, size=tasks)  # mean 0.4, strongly varying between tasks
+        outcomes = (rng.random((tasks, per)) < p_task[:, None]).astype(float).ravel()
+        low, high = wilson_interval(outcomes.sum(), outcomes.size)
+        plain_hits += low <= truth <= high
+        low, high = wilson_clustered(outcomes.tolist(), names)
+        clustered_hits += low <= truth <= high
+    assert clustered_hits / trials >= 0.93
+    assert plain_hits / trials < 0.9  # what the cases alone claimed

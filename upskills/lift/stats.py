@@ -201,6 +201,33 @@ def wilson_interval(successes: float, n: float, z: float = Z95) -> tuple[float, 
     return (max(0.0, centre - half), min(1.0, centre + half))
 
 
+def wilson_clustered(outcomes: Sequence[float], clusters: Sequence[str]) -> tuple[float, float]:
+    """Wilson interval of a pass rate over cases that come in task clusters.
+
+    The cases of a task are not independent, so the Wilson interval of the cases is too
+    narrow when they agree. This one uses Kish's effective sample size ``n / deff``, the design
+    effect ``deff`` being the clustered (ratio-estimator) variance of the rate over the
+    binomial one, kept within [1, n / m] (never narrower than independent cases, never wider
+    than one case a task). A rate of 0 or 1 shows no spread to estimate ``deff`` from: the
+    effective size is then the task count ``m``, the most conservative choice. With one case a
+    task it is :func:`wilson_interval`.
+    """
+    n, m = len(outcomes), len(set(clusters))
+    if n == 0:
+        return (math.nan, math.nan)
+    rate = sum(outcomes) / n
+    if m == n:
+        return wilson_interval(sum(outcomes), n)
+    sums, counts = _cluster_sums(np.asarray(outcomes, dtype=float), clusters)
+    binomial = rate * (1 - rate) / n
+    if binomial <= 0 or m < 2:
+        effective = float(m)
+    else:
+        clustered = m / (m - 1) * float(np.sum((sums - rate * counts) ** 2)) / n**2
+        effective = n / min(max(clustered / binomial, 1.0), n / m)
+    return wilson_interval(rate * effective, effective)
+
+
 def newcombe_paired(arm: Sequence[float], reference: Sequence[float]) -> tuple[float, float]:
     """Newcombe's (1998, method 10) Wilson-based interval for a difference of paired 0/1 outcomes.
 

@@ -87,7 +87,8 @@ class ArmStats(BaseModel):
     """Choose cases: mean over cases of the best correct line's log-likelihood minus the best
     wrong line's (nats; > 0 when the student ranks a correct line first); None elsewhere."""
     pass_ci: tuple[float, float] | None = None
-    """Wilson 95% interval of pass@1 over cases (one sample per case only)."""
+    """Wilson 95% interval of pass@1 over cases (one sample per case only), on Kish's effective
+    sample size when a task has several cases (``lift.stats.wilson_clustered``)."""
     infra_errors: int = 0
     """Samples ended by infrastructure errors (excluded from the pass rates)."""
 

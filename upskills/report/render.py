@@ -168,7 +168,8 @@ def render_markdown(report: Report) -> str:
         "else a t interval over task clusters (flagged `t-few` under "
         "10 tasks); no interval for one task. p: two-sided sign-flip permutation test, "
         "Holm-adjusted across all rows in parentheses. `chance` is a uniform guess "
-        "(choose: correct candidates / k). pass@1 brackets: Wilson 95% interval over cases.",
+        "(choose: correct candidates / k). pass@1 brackets: Wilson 95% interval over cases, "
+        "on Kish's effective sample size when a task has several cases.",
         "",
     ]
     main = [r for r in report.lifts if r.subset == "all"]

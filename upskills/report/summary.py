@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from upskills.lift.config import CaseInfo, RunManifest, load_manifest
-from upskills.lift.stats import flips, geomean, holm, paired_lift, pass_at_k, wilson_interval
+from upskills.lift.stats import flips, geomean, holm, paired_lift, pass_at_k, wilson_clustered
 from upskills.lift.store import (
     GENERATIONS,
     EvaluationRecord,
@@ -167,7 +167,7 @@ def _arm_stats(data: RunData, student: str, arm: str, timed: bool, rung: str = "
         chance=_chance(cases),
         margin_nats=_mean([s.margin for s in scores if s.margin is not None]),
         pass_ci=(
-            wilson_interval(sum(s.correct for s in scores), len(scores))
+            wilson_clustered([float(s.correct) for s in scores], [c.task for c in cases])
             if scores and all(s.n == 1 for s in scores)
             else None
         ),
