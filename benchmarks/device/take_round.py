@@ -8,7 +8,7 @@ lose or falsify something:
   an existing file is never overwritten);
 - ``sessions.tgz`` unpacked over the checkout: only regular files and folders under
   ``traces/``, none absolute or with ``..``, no link; the build locks the sessions left
-  (``.lock``) are skipped;
+  (``.lock``) are skipped; a trace here is replaced only by one that begins with it;
 - ``recheck.jsonl`` -> ``benchmarks/results/recheck_h200_run<N>.jsonl`` (``--recheck-run N``);
 - ``ablations.jsonl`` over ``benchmarks/results/ablations_h200.jsonl`` (``--ablations``), only
   when the committed cache's lines are its first lines: the device appends to the cache it was
@@ -87,26 +87,52 @@ def _members(tar: tarfile.TarFile) -> list[tarfile.TarInfo]:
     return keep
 
 
+def _contents(tar: tarfile.TarFile, members: list[tarfile.TarInfo]) -> dict[str, bytes]:
+    """Each file member's bytes, redacted where they are text."""
+    out = {}
+    for m in members:
+        if m.isdir():
+            continue
+        handle = tar.extractfile(m)
+        if handle is None:
+            raise TakeError(f"sessions.tgz: {m.name!r} cannot be read")
+        data = handle.read()
+        try:
+            data = redact(data.decode("utf-8")).encode("utf-8")
+        except UnicodeDecodeError:
+            pass
+        out[m.name] = data
+    return out
+
+
 def unpack_sessions(archive: Path, root: Path = ROOT) -> list[Path]:
-    """Unpack the sessions a round judged over the checkout; their files, redacted."""
+    """Unpack the sessions a round judged over the checkout; their files, redacted.
+
+    A trace here (``.jsonl``) is replaced only by one that begins with it: the device appends
+    the round's events to the trace it was carried, so a trace that does not is another
+    session's, or this checkout's has events written since the call (which would be lost).
+    Everything is checked before anything is written.
+    """
     with tarfile.open(archive, "r:gz") as tar:
-        members = _members(tar)  # every member checked before anything is written
-        written = []
-        for m in members:
-            target = root / m.name
-            if m.isdir():
-                target.mkdir(parents=True, exist_ok=True)
-                continue
-            handle = tar.extractfile(m)
-            if handle is None:
-                raise TakeError(f"sessions.tgz: {m.name!r} cannot be read")
-            data = handle.read()
-            target.parent.mkdir(parents=True, exist_ok=True)
-            try:
-                target.write_text(redact(data.decode("utf-8")), encoding="utf-8")
-            except UnicodeDecodeError:
-                target.write_bytes(data)
-            written.append(target)
+        members = _members(tar)
+        contents = _contents(tar, members)
+    for name, data in contents.items():
+        target = root / name
+        if name.endswith(".jsonl") and target.is_file():
+            if not data.startswith(target.read_bytes()):
+                raise TakeError(
+                    f"sessions.tgz: {name} does not begin with the trace here: not replaced "
+                    "(events written here since the call would be lost)"
+                )
+    written = []
+    for m in members:
+        target = root / m.name
+        if m.isdir():
+            target.mkdir(parents=True, exist_ok=True)
+            continue
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(contents[m.name])
+        written.append(target)
     return written
 
 

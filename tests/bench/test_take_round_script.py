@@ -140,3 +140,18 @@ def test_the_command_says_what_is_missing_and_takes_nothing_then(tmp_path, capsy
     assert tr.main([str(out)]) == 1
     assert "--recheck-run N" in capsys.readouterr().err
     assert tr.main([str(tmp_path / "nothing")]) == 2
+
+
+def test_a_trace_here_is_replaced_only_by_one_that_begins_with_it(tmp_path):
+    root, out = _checkout(tmp_path), tmp_path / "out"
+    out.mkdir()
+    here = root / SESSION / "trace.jsonl"
+    here.parent.mkdir(parents=True)
+    here.write_text('{"e": 1}\n{"e": "a note written after the call"}\n')
+    _tgz(out / "sessions.tgz", {f"{SESSION}/trace.jsonl": b'{"e": 1}\n{"e": "verdict"}\n'})
+    with pytest.raises(tr.TakeError, match="does not begin with the trace here"):
+        tr.take(out, root)
+    assert "a note written after the call" in here.read_text()
+    here.write_text('{"e": 1}\n')  # the trace as carried: the device's continues it
+    tr.take(out, root)
+    assert here.read_text() == '{"e": 1}\n{"e": "verdict"}\n'
