@@ -244,16 +244,26 @@ def newcombe_paired(arm: Sequence[float], reference: Sequence[float]) -> tuple[f
 def newcombe_tasks(
     arm: Sequence[float], reference: Sequence[float], clusters: Sequence[str]
 ) -> tuple[float, float]:
-    """Newcombe's paired interval with the cases' 2x2 table scaled down to the task count.
+    """Newcombe's paired interval on the cases' 2x2 table scaled to Kish's effective size.
 
-    Cases of one task are not independent; with no case that differs between the arms, their
-    correlation cannot be estimated, so this takes the most conservative design effect: every
-    task's cases perfectly correlated, the effective sample size the number of tasks ``m``
-    (the table's counts times ``m / n``). With one case per task it is :func:`newcombe_paired`.
+    Cases of one task are not independent. The design effect ``deff`` is the clustered
+    (ratio-estimator) variance of the mean paired difference over the variance the cases
+    would give if independent, kept within [1, n / m]; the table's counts are divided by it.
+    With no case differing between the arms (or every case), there is no spread to estimate it
+    from, and the most conservative value is taken: ``n / m``, every task's cases perfectly
+    correlated, the effective sample size the task count. With one case per task it is
+    :func:`newcombe_paired`.
     """
-    counts = _paired_counts(arm, reference)
-    scale = len(set(clusters)) / len(arm)
-    return _newcombe_counts(*(x * scale for x in counts))
+    n, m = len(arm), len(set(clusters))
+    diffs = np.asarray(arm, dtype=float) - np.asarray(reference, dtype=float)
+    deff = n / m
+    independent = float(np.var(diffs, ddof=1)) / n if n > 1 else 0.0
+    if independent > 0 and m > 1:
+        sums, counts = _cluster_sums(diffs, clusters)
+        mean = float(diffs.mean())
+        clustered = m / (m - 1) * float(np.sum((sums - mean * counts) ** 2)) / n**2
+        deff = min(max(clustered / independent, 1.0), n / m)
+    return _newcombe_counts(*(x / deff for x in _paired_counts(arm, reference)))
 
 
 def _paired_counts(
@@ -332,9 +342,10 @@ def lift_interval(
 
     One cluster: no interval (``none``). Binary outcomes with one case per cluster: Newcombe's
     paired Wilson interval (``newcombe``), good at any size. Binary outcomes with several cases
-    per cluster, none of them differing between the arms (or all of them): Newcombe's interval
-    on the table scaled to the cluster count (``newcombe-tasks``), since no spread would make
-    any interval of the cases a point that claims certainty. Otherwise a t interval over task
+    per cluster: the same on the table scaled to Kish's effective sample size
+    (``newcombe-tasks``, :func:`newcombe_tasks`): in simulation it covered at least as well as
+    the t interval over clusters, which undercovers with rare flips (0.92 at 21-30 tasks), and
+    it never collapses to a point when no case differs. Other scores: a t interval over task
     clusters (``t``; the percentile bootstrap undercovered in simulation: ~0.88 at 30 tasks),
     flagged ``t-few`` below :data:`MIN_BOOTSTRAP_CLUSTERS` clusters, where it leans on
     normality; a t interval of a difference of rates is clipped to [-1, 1], where the
@@ -349,10 +360,10 @@ def lift_interval(
     if binary and m == diffs_arm.size:
         low, high = newcombe_paired(diffs_arm.tolist(), diffs_ref.tolist())
         return (low, high, "newcombe")
-    diffs = diffs_arm - diffs_ref
-    if not np.any(diffs - diffs.mean()) and binary:  # no spread: a t interval would be a point
+    if binary:
         low, high = newcombe_tasks(diffs_arm.tolist(), diffs_ref.tolist(), names)
         return (low, high, "newcombe-tasks")
+    diffs = diffs_arm - diffs_ref
     if not np.any(diffs - diffs.mean()):
         low, high = bootstrap_ci(diffs, clusters)  # no spread: a t interval would be a point
         return (low, high, "bootstrap" if m >= MIN_BOOTSTRAP_CLUSTERS else "bootstrap-few")

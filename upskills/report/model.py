@@ -30,7 +30,7 @@ class Interval(BaseModel):
     """Cases where the arm scored lower (how many cases got worse)."""
     method: str = "bootstrap"
     """Interval method: ``newcombe`` (paired Wilson), ``newcombe-tasks`` (paired Wilson on the
-    table scaled to the task count: 0/1 outcomes, several cases a task, none differing),
+    table scaled to Kish's effective sample size: 0/1 outcomes, several cases a task),
     ``t`` (t over task clusters), ``t-few`` (fewer than 10 tasks: leans on normality,
     flagged), ``bootstrap``/``bootstrap-few`` (no spread in other scores) or ``none`` (one
     task: no interval)."""

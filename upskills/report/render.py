@@ -162,9 +162,9 @@ def render_markdown(report: Report) -> str:
     parts += ["## Students x arms", "", _md_table(arm_table(report)), ""]
     parts += [
         "Lifts are paired per-case differences in percentage points with 95% intervals: "
-        "Newcombe's paired Wilson interval when each task has one case with a 0/1 outcome, "
-        "and on the cases' table scaled to the task count when no case differs between the "
-        "arms (`newcombe-tasks`: a point would claim certainty), "
+        "Newcombe's paired Wilson interval for 0/1 outcomes (`newcombe`: one case a task; "
+        "`newcombe-tasks`: several, on the cases' table scaled to Kish's effective sample "
+        "size, the task count when no case differs), "
         "else a t interval over task clusters (flagged `t-few` under "
         "10 tasks); no interval for one task. p: two-sided sign-flip permutation test, "
         "Holm-adjusted across all rows in parentheses. `chance` is a uniform guess "
