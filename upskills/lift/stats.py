@@ -1,9 +1,10 @@
-"""Statistics of a lift experiment: pass@k, speedups, paired lifts with clustered bootstrap CIs.
+"""Statistics of a lift experiment: pass@k, speedups, paired lifts with task-clustered intervals.
 
-Everything here is pure numpy over plain numbers, so it is tested against hand-computed values.
-A lift is a mean of per-case paired differences (arm minus reference arm, same case, same seeds);
-its interval resamples *tasks* (clusters of cases) with replacement, because cases of one task
-are not independent.
+Everything here is pure numpy over plain numbers, so it is tested against hand-computed values
+and, for coverage, by simulation. A lift is a mean of per-case paired differences (arm minus
+reference arm, same case, same seeds); its interval treats *tasks* (clusters of cases) as the
+units, because cases of one task are not independent (:func:`lift_interval` says which
+interval, and why).
 """
 
 from __future__ import annotations
@@ -58,14 +59,14 @@ def geomean(values: Sequence[float]) -> float | None:
 
 @dataclass(frozen=True)
 class PairedLift:
-    """A paired difference over cases with its clustered bootstrap CI and paired test."""
+    """A paired difference over cases with its 95% interval (``method``) and paired test."""
 
     mean: float
     """Mean per-case difference (arm minus reference)."""
     ci_low: float
-    """2.5th percentile of the bootstrap distribution."""
+    """Lower end of the 95% interval (nan when there is none)."""
     ci_high: float
-    """97.5th percentile of the bootstrap distribution."""
+    """Upper end of the 95% interval (nan when there is none)."""
     p_value: float
     """Two-sided sign-flip permutation test p-value (clusters flipped together)."""
     n_cases: int
