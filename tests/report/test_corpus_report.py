@@ -689,3 +689,12 @@ def test_without_matplotlib_the_report_says_the_plot_was_skipped(tmp_path, monke
     md = (tmp_path / "r.md").read_text()
     assert not (tmp_path / "r.png").exists() and "## Plot" not in md
     assert "plots skipped: matplotlib is not installed" in md
+
+
+def test_a_corpus_with_nothing_solved_still_gets_a_plot_that_says_so(tmp_path):
+    from upskills.report.corpus_plot import plot_corpus
+
+    report = CorpusReport(command="upskills traces report t")
+    assert plotted_rows(report) == []
+    plot_corpus(report, tmp_path / "empty.png")
+    assert (tmp_path / "empty.png").read_bytes()[:4] == b"\x89PNG"
