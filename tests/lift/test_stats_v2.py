@@ -166,3 +166,20 @@ def test_the_clustered_pass_rate_interval_covers_by_simulation():
         clustered_hits += low <= truth <= high
     assert clustered_hits / trials >= 0.93
     assert plain_hits / trials < 0.9  # what the cases alone claimed
+
+
+def test_one_differing_case_does_not_halve_the_clustered_interval():
+    # 21 tasks of 3 cases, 30 solved in both arms; then 1, 2, 3 cases flipped in other tasks.
+    # An estimate of the design effect from one task would call the cases independent and
+    # halve the interval the no-difference case gets; shrunk toward n / m it does not.
+    names = [f"t{i}" for i in range(21) for _ in range(3)]
+    ref = [1.0 if i < 30 else 0.0 for i in range(63)]
+    widths = []
+    for flips in range(4):
+        arm = list(ref)
+        for j in range(flips):
+            arm[31 + 3 * j] = 1.0
+        low, high = newcombe_tasks(arm, ref, names)
+        assert low < flips / 63 < high
+        widths.append(high - low)
+    assert min(widths[1:]) > 0.8 * widths[0]

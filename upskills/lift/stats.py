@@ -19,6 +19,10 @@ BOOTSTRAP_RESAMPLES = 10_000
 """Bootstrap resamples for every confidence interval."""
 BOOTSTRAP_SEED = 20240917
 """Fixed seed: the same results give the same interval."""
+DEFF_PRIOR_TASKS = 1.0
+"""Weight, in tasks, of the conservative design effect ``n / m`` that :func:`newcombe_tasks`
+shrinks its estimate toward (chosen by ``benchmarks/lift_interval_coverage.py``: 0 let one
+differing case halve the interval; 2 widened data-rich intervals past the t interval's)."""
 MIN_BOOTSTRAP_CLUSTERS = 10
 """Below this many clusters the percentile bootstrap undercovers: use an exact/Wilson-type
 interval where the data allow one, else keep the bootstrap and say it is unreliable."""
@@ -247,23 +251,28 @@ def newcombe_tasks(
 ) -> tuple[float, float]:
     """Newcombe's paired interval on the cases' 2x2 table scaled to Kish's effective size.
 
-    Cases of one task are not independent. The design effect ``deff`` is the clustered
-    (ratio-estimator) variance of the mean paired difference over the variance the cases
-    would give if independent, kept within [1, n / m]; the table's counts are divided by it.
-    With no case differing between the arms (or every case), there is no spread to estimate it
-    from, and the most conservative value is taken: ``n / m``, every task's cases perfectly
-    correlated, the effective sample size the task count. With one case per task it is
-    :func:`newcombe_paired`.
+    Cases of one task are not independent, so the table's counts are divided by a design
+    effect ``deff`` within [1, n / m]. Its estimate from the data is the clustered
+    (ratio-estimator) variance of the mean paired difference over the variance the cases would
+    give if independent. That estimate rests on the ``k`` tasks where the arms differ, so it
+    is shrunk toward the conservative bound ``n / m`` (every task's cases perfectly correlated:
+    the task count as the sample size) with the weight of :data:`DEFF_PRIOR_TASKS` task:
+    ``deff = (k * estimate + n / m) / (k + 1)``. With no differing case that is ``n / m``; one
+    differing case no longer halves the interval, as an estimate from one task did; with many
+    it is the estimate. With one case per task it is :func:`newcombe_paired`.
     """
     n, m = len(arm), len(set(clusters))
     diffs = np.asarray(arm, dtype=float) - np.asarray(reference, dtype=float)
-    deff = n / m
+    bound = n / m
+    differing = len({c for c, d in zip(clusters, diffs, strict=True) if d != 0})
+    estimate = bound
     independent = float(np.var(diffs, ddof=1)) / n if n > 1 else 0.0
     if independent > 0 and m > 1:
         sums, counts = _cluster_sums(diffs, clusters)
         mean = float(diffs.mean())
         clustered = m / (m - 1) * float(np.sum((sums - mean * counts) ** 2)) / n**2
-        deff = min(max(clustered / independent, 1.0), n / m)
+        estimate = min(max(clustered / independent, 1.0), bound)
+    deff = (differing * estimate + DEFF_PRIOR_TASKS * bound) / (differing + DEFF_PRIOR_TASKS)
     return _newcombe_counts(*(x / deff for x in _paired_counts(arm, reference)))
 
 
