@@ -142,9 +142,14 @@ def test_a_pass_rate_over_clustered_cases_is_widened_by_the_design_effect():
     low, high = wilson_clustered(agree, names)
     plain7 = wilson_interval(3, 7)
     assert abs(low - plain7[0]) < 1e-9 and abs(high - plain7[1]) < 1e-9
-    # cases of a task that disagree as much as independent ones: no wider than the plain one
+    # cases of a task that disagree as much as independent ones: the estimate is 1, shrunk
+    # toward 3 (n / m) with one task's weight against the 7 tasks of the rarer outcome
     mixed = [1.0, 0.0, 0.0] * 7
-    assert wilson_clustered(mixed, names) == wilson_interval(7, 21)
+    deff = (7 * 1.0 + 3.0) / 8
+    low, high = wilson_clustered(mixed, names)
+    expected = wilson_interval(7 / deff, 21 / deff)
+    assert abs(low - expected[0]) < 1e-9 and abs(high - expected[1]) < 1e-9
+    assert high - low < 1.15 * (wilson_interval(7, 21)[1] - wilson_interval(7, 21)[0])
     # nothing passed: no spread to estimate from, so the task count is the sample size
     assert wilson_clustered([0.0] * 21, names) == wilson_interval(0, 7)
 

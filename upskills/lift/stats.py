@@ -210,12 +210,12 @@ def wilson_clustered(outcomes: Sequence[float], clusters: Sequence[str]) -> tupl
     """Wilson interval of a pass rate over cases that come in task clusters.
 
     The cases of a task are not independent, so the Wilson interval of the cases is too
-    narrow when they agree. This one uses Kish's effective sample size ``n / deff``, the design
-    effect ``deff`` being the clustered (ratio-estimator) variance of the rate over the
-    binomial one, kept within [1, n / m] (never narrower than independent cases, never wider
-    than one case a task). A rate of 0 or 1 shows no spread to estimate ``deff`` from: the
-    effective size is then the task count ``m``, the most conservative choice. With one case a
-    task it is :func:`wilson_interval`.
+    narrow when they agree. This one uses Kish's effective sample size ``n / deff``. The design
+    effect's estimate is the clustered (ratio-estimator) variance of the rate over the binomial
+    one, kept within [1, n / m]; it rests on the tasks of the rarer outcome (those with a pass
+    when passes are rarer, else those with a failure), ``k`` of them, and is shrunk toward the
+    bound ``n / m`` as in :func:`newcombe_tasks`. A rate of 0 or 1 gives the bound: the task
+    count as the sample size. With one case a task it is :func:`wilson_interval`.
     """
     n, m = len(outcomes), len(set(clusters))
     if n == 0:
@@ -224,13 +224,23 @@ def wilson_clustered(outcomes: Sequence[float], clusters: Sequence[str]) -> tupl
     if m == n:
         return wilson_interval(sum(outcomes), n)
     sums, counts = _cluster_sums(np.asarray(outcomes, dtype=float), clusters)
+    bound = n / m
+    estimate = bound
     binomial = rate * (1 - rate) / n
-    if binomial <= 0 or m < 2:
-        effective = float(m)
-    else:
+    if binomial > 0:
         clustered = m / (m - 1) * float(np.sum((sums - rate * counts) ** 2)) / n**2
-        effective = n / min(max(clustered / binomial, 1.0), n / m)
+        estimate = min(max(clustered / binomial, 1.0), bound)
+    rarer = min(int(np.count_nonzero(sums > 0)), int(np.count_nonzero(sums < counts)))
+    effective = n / _shrunk(estimate, bound, rarer)
     return wilson_interval(rate * effective, effective)
+
+
+def _shrunk(estimate: float, bound: float, tasks: int) -> float:
+    """A design effect estimated from ``tasks`` tasks, shrunk toward ``bound``.
+
+    The bound weighs :data:`DEFF_PRIOR_TASKS` task.
+    """
+    return (tasks * estimate + DEFF_PRIOR_TASKS * bound) / (tasks + DEFF_PRIOR_TASKS)
 
 
 def newcombe_paired(arm: Sequence[float], reference: Sequence[float]) -> tuple[float, float]:
@@ -272,7 +282,7 @@ def newcombe_tasks(
         mean = float(diffs.mean())
         clustered = m / (m - 1) * float(np.sum((sums - mean * counts) ** 2)) / n**2
         estimate = min(max(clustered / independent, 1.0), bound)
-    deff = (differing * estimate + DEFF_PRIOR_TASKS * bound) / (differing + DEFF_PRIOR_TASKS)
+    deff = _shrunk(estimate, bound, differing)
     return _newcombe_counts(*(x / deff for x in _paired_counts(arm, reference)))
 
 
