@@ -152,6 +152,8 @@ def test_a_pass_rate_over_clustered_cases_is_widened_by_the_design_effect():
     assert high - low < 1.15 * (wilson_interval(7, 21)[1] - wilson_interval(7, 21)[0])
     # nothing passed: no spread to estimate from, so the task count is the sample size
     assert wilson_clustered([0.0] * 21, names) == wilson_interval(0, 7)
+    # one task of several cases: the interval of one observation, not a division by zero
+    assert wilson_clustered([1.0, 0.0, 1.0], ["t", "t", "t"]) == wilson_interval(2 / 3, 1)
 
 
 def test_the_clustered_pass_rate_interval_covers_by_simulation():

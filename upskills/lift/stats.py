@@ -227,7 +227,7 @@ def wilson_clustered(outcomes: Sequence[float], clusters: Sequence[str]) -> tupl
     bound = n / m
     estimate = bound
     binomial = rate * (1 - rate) / n
-    if binomial > 0:
+    if binomial > 0 and m > 1:
         clustered = m / (m - 1) * float(np.sum((sums - rate * counts) ** 2)) / n**2
         estimate = min(max(clustered / binomial, 1.0), bound)
     rarer = min(int(np.count_nonzero(sums > 0)), int(np.count_nonzero(sums < counts)))
