@@ -15,7 +15,9 @@ lose or falsify something:
   carried, so anything else is a cache from another checkout;
 - the device's paths in every file written here replaced by names that hold anywhere: its
   checkout by ``<checkout>``, ``$OUT`` by ``$OUT``, the test suite's temporary folders by
-  ``/tmp/upskills-tests.XXXX`` (no absolute path of a machine is committed).
+  ``/tmp/upskills-tests.XXXX`` (no absolute path of a machine is committed). The checkout is
+  found in the files themselves, as the folder that holds this repository's own paths
+  (``traces/corpus-live/``, ``upskills/verify/``, ...), or given with ``--device-root``.
 
 It then prints the commands that re-make the reports and the skills (``--remake`` runs them).
 
@@ -41,9 +43,13 @@ DISTILL = (
 DEVICE_PATHS: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(r"/tmp/upskills-tests\.[A-Za-z0-9_]+"), "/tmp/upskills-tests.XXXX"),
     (re.compile(r"/root/out\b"), "$OUT"),
-    (re.compile(r"/srv/lent/checkout\b"), "<checkout>"),
 )
-"""The device's paths and what replaces each (its checkout and ``$OUT`` as lent in 2026-12)."""
+"""The device's paths and what replaces each (``$OUT`` as lent in 2026-12)."""
+REPO_PATH = re.compile(
+    r"(/[\w.+-]+(?:/[\w.+-]+)*?)/(?:traces/corpus-live|benchmarks/corpus_live|benchmarks/device"
+    r"|upskills/verify|upskills/distill|tests/verify)/"
+)
+"""An absolute path into this repository: group 1 is the checkout that holds it."""
 
 
 class TakeError(Exception):
@@ -57,19 +63,35 @@ class TakeError(Exception):
         self.taken = taken or []
 
 
-def redact(text: str) -> str:
-    """``text`` with the device's paths replaced (``DEVICE_PATHS``)."""
+def find_checkout(texts: list[str]) -> str | None:
+    """The device's checkout: the commonest folder holding this repository's paths in ``texts``.
+
+    Folders under ``/tmp`` (the test suite's copies, the sandbox's) are not the checkout.
+    """
+    found: dict[str, int] = {}
+    for text in texts:
+        for match in REPO_PATH.finditer(text):
+            root = match[1]
+            if not root.startswith("/tmp/"):
+                found[root] = found.get(root, 0) + 1
+    return max(found, key=lambda r: found[r]) if found else None
+
+
+def redact(text: str, checkout: str | None = None) -> str:
+    """``text`` with the device's paths replaced (``DEVICE_PATHS``, and ``checkout``)."""
     for pattern, name in DEVICE_PATHS:
         text = pattern.sub(name, text)
+    if checkout:
+        text = re.sub(re.escape(checkout) + r"(?![\w.+-])", "<checkout>", text)
     return text
 
 
-def copy_redacted(src: Path, dst: Path) -> Path:
+def copy_redacted(src: Path, dst: Path, checkout: str | None = None) -> Path:
     """Copy a text file, its device paths replaced; refuse to overwrite."""
     if dst.exists():
         raise TakeError(f"{dst} exists already: not overwritten")
     dst.parent.mkdir(parents=True, exist_ok=True)
-    dst.write_text(redact(src.read_text(encoding="utf-8")), encoding="utf-8")
+    dst.write_text(redact(src.read_text(encoding="utf-8"), checkout), encoding="utf-8")
     return dst
 
 
@@ -87,7 +109,9 @@ def _members(tar: tarfile.TarFile) -> list[tarfile.TarInfo]:
     return keep
 
 
-def _contents(tar: tarfile.TarFile, members: list[tarfile.TarInfo]) -> dict[str, bytes]:
+def _contents(
+    tar: tarfile.TarFile, members: list[tarfile.TarInfo], checkout: str | None
+) -> dict[str, bytes]:
     """Each file member's bytes, redacted where they are text."""
     out = {}
     for m in members:
@@ -98,14 +122,14 @@ def _contents(tar: tarfile.TarFile, members: list[tarfile.TarInfo]) -> dict[str,
             raise TakeError(f"sessions.tgz: {m.name!r} cannot be read")
         data = handle.read()
         try:
-            data = redact(data.decode("utf-8")).encode("utf-8")
+            data = redact(data.decode("utf-8"), checkout).encode("utf-8")
         except UnicodeDecodeError:
             pass
         out[m.name] = data
     return out
 
 
-def unpack_sessions(archive: Path, root: Path = ROOT) -> list[Path]:
+def unpack_sessions(archive: Path, root: Path = ROOT, checkout: str | None = None) -> list[Path]:
     """Unpack the sessions a round judged over the checkout; their files, redacted.
 
     A trace here (``.jsonl``) is replaced only by one that begins with it: the device appends
@@ -115,7 +139,7 @@ def unpack_sessions(archive: Path, root: Path = ROOT) -> list[Path]:
     """
     with tarfile.open(archive, "r:gz") as tar:
         members = _members(tar)
-        contents = _contents(tar, members)
+        contents = _contents(tar, members, checkout)
     for name, data in contents.items():
         target = root / name
         if name.endswith(".jsonl") and target.is_file():
@@ -136,7 +160,7 @@ def unpack_sessions(archive: Path, root: Path = ROOT) -> list[Path]:
     return written
 
 
-def take_ablations(src: Path, cache: Path) -> int:
+def take_ablations(src: Path, cache: Path, checkout: str | None = None) -> int:
     """Put the device's ablation cache over the committed one; the number of new lines."""
     old = cache.read_text(encoding="utf-8").splitlines() if cache.exists() else []
     new = src.read_text(encoding="utf-8").splitlines()
@@ -145,7 +169,7 @@ def take_ablations(src: Path, cache: Path) -> int:
             f"{src.name}: its first lines are not {cache.name}'s: a cache from another "
             "checkout, not taken"
         )
-    cache.write_text(redact("\n".join(new) + "\n"), encoding="utf-8")
+    cache.write_text(redact("\n".join(new) + "\n", checkout), encoding="utf-8")
     return len(new) - len(old)
 
 
@@ -164,6 +188,21 @@ def report_commands(new_recheck: str | None, root: Path = ROOT) -> list[str]:
     return commands
 
 
+def _texts(out: Path) -> list[str]:
+    """The text of every file in ``out`` that is taken, the sessions' included."""
+    texts = []
+    for name in ("round.txt", "round.log", "recheck.jsonl", "ablations.jsonl"):
+        if (out / name).is_file():
+            texts.append((out / name).read_text(encoding="utf-8", errors="replace"))
+    if (out / "sessions.tgz").is_file():
+        with tarfile.open(out / "sessions.tgz", "r:gz") as tar:
+            for m in tar.getmembers():
+                handle = tar.extractfile(m) if m.isfile() else None
+                if handle is not None:
+                    texts.append(handle.read().decode("utf-8", errors="replace"))
+    return texts
+
+
 def take(
     out: Path,
     root: Path = ROOT,
@@ -171,8 +210,12 @@ def take(
     round_no: int | None = None,
     recheck_run: int | None = None,
     ablations: bool = False,
+    device_root: str | None = None,
 ) -> tuple[list[str], str | None]:
     """Take what ``out`` holds into the checkout at ``root``.
+
+    ``device_root``: the device's checkout, replaced by ``<checkout>``; found in the files
+    (:func:`find_checkout`) when not given.
 
     Returns:
         What was taken (a line each) and the new re-check file (relative to ``root``), if any.
@@ -184,28 +227,30 @@ def take(
     taken: list[str] = []
     new_recheck: str | None = None
     try:
+        checkout = device_root or find_checkout(_texts(out))
         if (out / "round.txt").exists():
             if round_no is None:
                 raise TakeError("round.txt is here: say its round number (--round N)")
             for suffix in ("txt", "log"):
                 if (out / f"round.{suffix}").exists():
                     dst = results / "corpus_live" / f"round{round_no}.{suffix}"
-                    copy_redacted(out / f"round.{suffix}", dst)
+                    copy_redacted(out / f"round.{suffix}", dst, checkout)
                     taken.append(dst.relative_to(root).as_posix())
         if (out / "sessions.tgz").exists():
-            files = unpack_sessions(out / "sessions.tgz", root)
+            files = unpack_sessions(out / "sessions.tgz", root, checkout)
             taken.append(f"{len(files)} session files from sessions.tgz")
         if (out / "recheck.jsonl").exists():
             if recheck_run is None:
                 raise TakeError("recheck.jsonl is here: say its run number (--recheck-run N)")
             dst = results / f"recheck_h200_run{recheck_run}.jsonl"
-            copy_redacted(out / "recheck.jsonl", dst)
+            copy_redacted(out / "recheck.jsonl", dst, checkout)
             new_recheck = dst.relative_to(root).as_posix()
             taken.append(new_recheck)
         if ablations:
             if not (out / "ablations.jsonl").exists():
                 raise TakeError("--ablations: no ablations.jsonl here")
-            added = take_ablations(out / "ablations.jsonl", results / "ablations_h200.jsonl")
+            cache = results / "ablations_h200.jsonl"
+            added = take_ablations(out / "ablations.jsonl", cache, checkout)
             taken.append(f"ablations_h200.jsonl: {added} new measurement line(s)")
     except (TakeError, OSError, tarfile.TarError) as exc:
         raise TakeError(str(exc), taken) from exc
@@ -219,6 +264,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--recheck-run", type=int, help="the re-check run of recheck.jsonl")
     parser.add_argument("--ablations", action="store_true", help="take ablations.jsonl")
     parser.add_argument("--remake", action="store_true", help="run the printed commands")
+    parser.add_argument(
+        "--device-root", help="the device's checkout (default: found in the files themselves)"
+    )
     args = parser.parse_args(argv)
     if not args.files_at.is_dir():
         print(f"error: no folder at {args.files_at}", file=sys.stderr)
@@ -229,6 +277,7 @@ def main(argv: list[str] | None = None) -> int:
             round_no=args.round,
             recheck_run=args.recheck_run,
             ablations=args.ablations,
+            device_root=args.device_root,
         )
         commands = [*report_commands(new_recheck), DISTILL]
     except TakeError as exc:

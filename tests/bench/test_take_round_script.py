@@ -52,7 +52,9 @@ def _checkout(tmp_path: Path) -> Path:
 def test_a_round_its_sessions_and_a_recheck_are_taken_with_the_device_paths_replaced(tmp_path):
     root, out = _checkout(tmp_path), tmp_path / "out"
     out.mkdir()
-    (out / "round.txt").write_text("===== traces/x\n  /srv/lent/checkout/traces/x/kernel.py:3 ok\n")
+    (out / "round.txt").write_text(
+        "===== traces/x\n  /srv/lent/checkout/traces/corpus-live/x/kernel.py:3 ok\n"
+    )
     (out / "round.log").write_text("built in /tmp/upskills-tests.ab12_c/k; wrote /root/out/r\n")
     (out / "recheck.jsonl").write_text('{"source": "/srv/lent/checkout/traces/x"}\n')
     trace = b'{"event": "tool_result", "text": "/srv/lent/checkout/k.py:1"}\n'
@@ -65,7 +67,7 @@ def test_a_round_its_sessions_and_a_recheck_are_taken_with_the_device_paths_repl
 
     results = root / "benchmarks" / "results"
     assert (results / "corpus_live" / "round36.txt").read_text() == (
-        "===== traces/x\n  <checkout>/traces/x/kernel.py:3 ok\n"
+        "===== traces/x\n  <checkout>/traces/corpus-live/x/kernel.py:3 ok\n"
     )
     assert (results / "corpus_live" / "round36.log").read_text() == (
         "built in /tmp/upskills-tests.XXXX/k; wrote $OUT/r\n"
@@ -127,10 +129,14 @@ def test_the_ablation_cache_is_taken_only_when_it_grew_from_the_committed_one(tm
     with pytest.raises(tr.TakeError, match="another checkout"):
         tr.take(out, root, ablations=True)
     assert cache.read_text() == '{"k": 1}\n{"k": 2}\n'
-    (out / "ablations.jsonl").write_text('{"k": 1}\n{"k": 2}\n{"k": 4, "p": "/srv/lent/checkout/a"}\n')
+    (out / "ablations.jsonl").write_text(
+        '{"k": 1}\n{"k": 2}\n{"k": 4, "p": "/srv/lent/checkout/upskills/verify/judge.py"}\n'
+    )
     taken, _ = tr.take(out, root, ablations=True)
     assert taken == ["ablations_h200.jsonl: 1 new measurement line(s)"]
-    assert cache.read_text().splitlines()[-1] == '{"k": 4, "p": "<checkout>/a"}'
+    assert (
+        cache.read_text().splitlines()[-1] == '{"k": 4, "p": "<checkout>/upskills/verify/judge.py"}'
+    )
 
 
 def test_the_command_says_what_is_missing_and_takes_nothing_then(tmp_path, capsys):
@@ -155,3 +161,15 @@ def test_a_trace_here_is_replaced_only_by_one_that_begins_with_it(tmp_path):
     here.write_text('{"e": 1}\n')  # the trace as carried: the device's continues it
     tr.take(out, root)
     assert here.read_text() == '{"e": 1}\n{"e": "verdict"}\n'
+
+
+def test_the_checkout_is_found_in_the_files_never_under_tmp_and_can_be_given():
+    texts = [
+        "File /tmp/upskills-tests.ab/traces/corpus-live/x/trace.jsonl",
+        "File /opt/lent/repo/upskills/verify/judge.py, line 3",
+        "File /opt/lent/repo/traces/corpus-live/y/trace.jsonl",
+    ]
+    assert tr.find_checkout(texts) == "/opt/lent/repo"
+    assert tr.find_checkout(["nothing of this repository"]) is None
+    said = "cd /opt/lent/repo && ls /opt/lent/repository"
+    assert tr.redact(said, "/opt/lent/repo") == "cd <checkout> && ls /opt/lent/repository"
