@@ -166,3 +166,25 @@ def test_a_damaged_registry_entry_gives_the_source_a_new_folder(sandbox):
     again = private_build_root(SOURCE_A, sandbox, *ids)
     assert again != first and again.parent == first.parent  # built afresh, not refused
     assert private_build_root(SOURCE_A, sandbox, *ids) == again
+
+
+def test_a_registry_the_sandbox_user_planted_before_the_root_was_roots_is_not_trusted(sandbox):
+    # Before 2026-12-05 the cache root was the sandbox user's: a candidate could make the
+    # registry itself, with an entry for a source it knows and a build folder of its own.
+    ids = sandbox_ids()
+    assert ids is not None
+    os.chown(sandbox, *ids)
+    token = "ab" * 16
+
+    def plant() -> None:
+        (sandbox / REGISTRY).mkdir()
+        (sandbox / REGISTRY / hashlib.sha256(SOURCE_A.encode()).hexdigest()).write_text(token)
+        (sandbox / BUILDS / token).mkdir(parents=True)
+        (sandbox / BUILDS / token / "planted.so").write_text("not the source's build")
+
+    assert _as_sandbox_user(plant) == 0
+    os.chown(sandbox, 0, 0)  # the root taken over, as _prepare_candidate_root does
+    folder = private_build_root(SOURCE_A, sandbox, *ids)
+    assert folder.name != token and not (folder / "planted.so").exists()
+    for sub in (REGISTRY, BUILDS):
+        assert (sandbox / sub).stat().st_uid == os.geteuid()

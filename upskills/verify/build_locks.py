@@ -24,6 +24,7 @@ import hashlib
 import os
 import re
 import secrets
+import shutil
 import time
 from pathlib import Path
 
@@ -101,10 +102,18 @@ def private_build_root(source: str, sandbox: Path, uid: int, gid: int) -> Path:
 def own_folder(path: Path, mode: int) -> None:
     """Make ``path`` a real folder of this process's user, with ``mode``.
 
-    A link or a file the sandbox user left in its place is removed first.
+    A link or a file the sandbox user left in its place is removed first, and so is a folder
+    another user made: nothing in it can be trusted (a registry entry and a build folder the
+    sandbox user planted while the cache root was still its own, as it was before 2026-12-05,
+    would hand a known source a library of its choosing). Such a folder is renamed aside
+    first, atomically, so its owner cannot keep adding to what is then removed.
     """
     if path.is_symlink() or (path.exists() and not path.is_dir()):
         path.unlink()
+    elif path.is_dir() and path.stat().st_uid != os.geteuid():
+        aside = path.with_name(f".{path.name}.untrusted.{secrets.token_hex(8)}")
+        path.rename(aside)
+        shutil.rmtree(aside, ignore_errors=True)
     path.mkdir(mode=mode, exist_ok=True)
     os.chown(path, os.geteuid(), os.getegid())
     path.chmod(mode)
