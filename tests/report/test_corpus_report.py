@@ -691,7 +691,7 @@ def test_without_matplotlib_the_report_says_the_plot_was_skipped(tmp_path, monke
     assert "plots skipped: matplotlib is not installed" in md
 
 
-def test_a_corpus_with_nothing_solved_still_gets_a_plot_that_says_so(tmp_path):
+def test_a_corpus_with_nothing_solved_still_gets_a_plot(tmp_path):
     from upskills.report.corpus_plot import plot_corpus
 
     report = CorpusReport(command="upskills traces report t")
