@@ -95,52 +95,49 @@ def copy_redacted(src: Path, dst: Path, checkout: str | None = None) -> Path:
     return dst
 
 
-def _members(tar: tarfile.TarFile) -> list[tarfile.TarInfo]:
-    """The archive's members to unpack, after checking every one of them."""
-    keep = []
-    for m in tar.getmembers():
-        parts = Path(m.name).parts
-        if m.name.startswith("/") or ".." in parts or not parts or parts[0] != "traces":
-            raise TakeError(f"sessions.tgz: {m.name!r} is not a path under traces/")
-        if not (m.isfile() or m.isdir()):
-            raise TakeError(f"sessions.tgz: {m.name!r} is not a plain file or folder")
-        if parts[-1] != ".lock":
-            keep.append(m)
-    return keep
+def read_sessions(archive: Path) -> dict[str, bytes | None]:
+    """The archive's entries to unpack, by name (a folder's is None), every one checked first.
+
+    Only plain files and folders under ``traces/``, none absolute or with ``..``; the build
+    locks the sessions left (``.lock``) are left out.
+    """
+    entries: dict[str, bytes | None] = {}
+    with tarfile.open(archive, "r:gz") as tar:
+        members = tar.getmembers()
+        for m in members:
+            parts = Path(m.name).parts
+            if m.name.startswith("/") or ".." in parts or not parts or parts[0] != "traces":
+                raise TakeError(f"sessions.tgz: {m.name!r} is not a path under traces/")
+            if not (m.isfile() or m.isdir()):
+                raise TakeError(f"sessions.tgz: {m.name!r} is not a plain file or folder")
+        for m in members:
+            if Path(m.name).name == ".lock":
+                continue
+            handle = tar.extractfile(m) if m.isfile() else None
+            if m.isfile() and handle is None:
+                raise TakeError(f"sessions.tgz: {m.name!r} cannot be read")
+            entries[m.name] = handle.read() if handle is not None else None
+    return entries
 
 
-def _contents(
-    tar: tarfile.TarFile, members: list[tarfile.TarInfo], checkout: str | None
-) -> dict[str, bytes]:
-    """Each file member's bytes, redacted where they are text."""
-    out = {}
-    for m in members:
-        if m.isdir():
-            continue
-        handle = tar.extractfile(m)
-        if handle is None:
-            raise TakeError(f"sessions.tgz: {m.name!r} cannot be read")
-        data = handle.read()
-        try:
-            data = redact(data.decode("utf-8"), checkout).encode("utf-8")
-        except UnicodeDecodeError:
-            pass
-        out[m.name] = data
-    return out
-
-
-def unpack_sessions(archive: Path, root: Path = ROOT, checkout: str | None = None) -> list[Path]:
-    """Unpack the sessions a round judged over the checkout; their files, redacted.
+def write_sessions(
+    entries: dict[str, bytes | None], root: Path = ROOT, checkout: str | None = None
+) -> list[Path]:
+    """Write the sessions a round judged over the checkout, redacted; the files written.
 
     A trace here (``.jsonl``) is replaced only by one that begins with it: the device appends
     the round's events to the trace it was carried, so a trace that does not is another
     session's, or this checkout's has events written since the call (which would be lost).
     Everything is checked before anything is written.
     """
-    with tarfile.open(archive, "r:gz") as tar:
-        members = _members(tar)
-        contents = _contents(tar, members, checkout)
-    for name, data in contents.items():
+    contents: dict[str, bytes] = {}
+    for name, data in entries.items():
+        if data is None:
+            continue
+        try:
+            data = redact(data.decode("utf-8"), checkout).encode("utf-8")
+        except UnicodeDecodeError:
+            pass
         target = root / name
         if name.endswith(".jsonl") and target.is_file():
             if not data.startswith(target.read_bytes()):
@@ -148,14 +145,15 @@ def unpack_sessions(archive: Path, root: Path = ROOT, checkout: str | None = Non
                     f"sessions.tgz: {name} does not begin with the trace here: not replaced "
                     "(events written here since the call would be lost)"
                 )
+        contents[name] = data
     written = []
-    for m in members:
-        target = root / m.name
-        if m.isdir():
+    for name, data in entries.items():
+        target = root / name
+        if data is None:
             target.mkdir(parents=True, exist_ok=True)
             continue
         target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_bytes(contents[m.name])
+        target.write_bytes(contents[name])
         written.append(target)
     return written
 
@@ -188,18 +186,13 @@ def report_commands(new_recheck: str | None, root: Path = ROOT) -> list[str]:
     return commands
 
 
-def _texts(out: Path) -> list[str]:
-    """The text of every file in ``out`` that is taken, the sessions' included."""
+def _texts(out: Path, sessions: dict[str, bytes | None]) -> list[str]:
+    """The text of every file taken from ``out``, the sessions' included."""
     texts = []
     for name in ("round.txt", "round.log", "recheck.jsonl", "ablations.jsonl"):
         if (out / name).is_file():
             texts.append((out / name).read_text(encoding="utf-8", errors="replace"))
-    if (out / "sessions.tgz").is_file():
-        with tarfile.open(out / "sessions.tgz", "r:gz") as tar:
-            for m in tar.getmembers():
-                handle = tar.extractfile(m) if m.isfile() else None
-                if handle is not None:
-                    texts.append(handle.read().decode("utf-8", errors="replace"))
+    texts += [data.decode("utf-8", errors="replace") for data in sessions.values() if data]
     return texts
 
 
@@ -227,7 +220,9 @@ def take(
     taken: list[str] = []
     new_recheck: str | None = None
     try:
-        checkout = device_root or find_checkout(_texts(out))
+        archive = out / "sessions.tgz"
+        sessions = read_sessions(archive) if archive.exists() else {}
+        checkout = device_root or find_checkout(_texts(out, sessions))
         if (out / "round.txt").exists():
             if round_no is None:
                 raise TakeError("round.txt is here: say its round number (--round N)")
@@ -236,8 +231,8 @@ def take(
                     dst = results / "corpus_live" / f"round{round_no}.{suffix}"
                     copy_redacted(out / f"round.{suffix}", dst, checkout)
                     taken.append(dst.relative_to(root).as_posix())
-        if (out / "sessions.tgz").exists():
-            files = unpack_sessions(out / "sessions.tgz", root, checkout)
+        if archive.exists():
+            files = write_sessions(sessions, root, checkout)
             taken.append(f"{len(files)} session files from sessions.tgz")
         if (out / "recheck.jsonl").exists():
             if recheck_run is None:
