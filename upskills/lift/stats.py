@@ -121,6 +121,17 @@ def _cluster_sums(diffs: np.ndarray, clusters: Sequence[str]) -> tuple[np.ndarra
     return sums, counts
 
 
+def _clustered_variance(values: np.ndarray, clusters: Sequence[str]) -> tuple[float, float]:
+    """The mean of ``values`` and its variance over ``clusters`` (ratio estimator, m - 1 df).
+
+    Needs at least two clusters.
+    """
+    sums, counts = _cluster_sums(values, clusters)
+    m, n = sums.size, counts.sum()
+    mean = sums.sum() / n
+    return float(mean), m / (m - 1) * float(np.sum((sums - mean * counts) ** 2)) / n**2
+
+
 def bootstrap_ci(
     diffs: Sequence[float] | np.ndarray,
     clusters: Sequence[str] | None = None,
@@ -223,13 +234,13 @@ def wilson_clustered(outcomes: Sequence[float], clusters: Sequence[str]) -> tupl
     rate = sum(outcomes) / n
     if m == n:
         return wilson_interval(sum(outcomes), n)
-    sums, counts = _cluster_sums(np.asarray(outcomes, dtype=float), clusters)
+    values = np.asarray(outcomes, dtype=float)
     bound = n / m
     estimate = bound
     binomial = rate * (1 - rate) / n
     if binomial > 0 and m > 1:
-        clustered = m / (m - 1) * float(np.sum((sums - rate * counts) ** 2)) / n**2
-        estimate = min(max(clustered / binomial, 1.0), bound)
+        estimate = min(max(_clustered_variance(values, clusters)[1] / binomial, 1.0), bound)
+    sums, counts = _cluster_sums(values, clusters)
     rarer = min(int(np.count_nonzero(sums > 0)), int(np.count_nonzero(sums < counts)))
     effective = n / _shrunk(estimate, bound, rarer)
     return wilson_interval(rate * effective, effective)
@@ -278,10 +289,7 @@ def newcombe_tasks(
     estimate = bound
     independent = float(np.var(diffs, ddof=1)) / n if n > 1 else 0.0
     if independent > 0 and m > 1:
-        sums, counts = _cluster_sums(diffs, clusters)
-        mean = float(diffs.mean())
-        clustered = m / (m - 1) * float(np.sum((sums - mean * counts) ** 2)) / n**2
-        estimate = min(max(clustered / independent, 1.0), bound)
+        estimate = min(max(_clustered_variance(diffs, clusters)[1] / independent, 1.0), bound)
     deff = _shrunk(estimate, bound, differing)
     return _newcombe_counts(*(x / deff for x in _paired_counts(arm, reference)))
 
@@ -344,11 +352,8 @@ def t975(df: int) -> float:
 
 def cluster_t_interval(diffs: np.ndarray, clusters: Sequence[str]) -> tuple[float, float]:
     """95% t interval of a mean over clustered cases (ratio estimator, m - 1 df)."""
-    sums, counts = _cluster_sums(diffs, clusters)
-    m = sums.size
-    mean = sums.sum() / counts.sum()
-    var = m / (m - 1) * float(np.sum((sums - mean * counts) ** 2)) / counts.sum() ** 2
-    half = t975(m - 1) * math.sqrt(var)
+    mean, var = _clustered_variance(diffs, clusters)
+    half = t975(len(set(clusters)) - 1) * math.sqrt(var)
     return (float(mean - half), float(mean + half))
 
 
