@@ -15,7 +15,11 @@ process that has imported torch and triton as the candidate's process has:
   trial, timing request and bulk run), and a young pass (before each timed call); the heap is
   frozen first (``quiet_collector``), as in the candidate's process;
 - ``dispatch_table.snapshot`` and ``dispatch_table.changed``: a hash of every op's dispatcher
-  entry (once before the import; after the import, the trials and the timing).
+  entry (once before the import; after the import, the trials and the timing);
+- a trial's forward (eight allocation and view ops on a 1M-element tensor, as an honest
+  forward makes around its launches) under the op recorder alone, and under the recorder with
+  its marks and the shadow profile (``verify/shadow_ops.py``, since 2026-12-05), its analysis
+  included: the difference is what the shadow profile adds to each trial.
 
 Prints a table of medians (µs) and writes JSON to ``--out``.
 """
@@ -52,12 +56,30 @@ def main() -> None:
     import triton
 
     from upskills.verify import dispatch_table
+    from upskills.verify.guards import LaunchState, OpLog, make_op_recorder
     from upskills.verify.modes import (
         collect_garbage,
         mode_depths,
         quiet_collector,
         signal_handlers,
     )
+    from upskills.verify.shadow_ops import shadow_profile
+
+    x = torch.randn(1 << 20)
+
+    def forward() -> None:
+        for _ in range(4):
+            torch.empty_like(x).view(-1)
+
+    def recorded() -> None:
+        with torch.no_grad(), make_op_recorder(OpLog(), LaunchState()):
+            forward()
+
+    def shadowed() -> None:
+        with torch.no_grad(), shadow_profile() as shadow:
+            with make_op_recorder(OpLog(), LaunchState(), mark=True):
+                forward()
+        assert not shadow.unseen()
 
     table = dispatch_table.snapshot()
     quiet_collector()  # as the candidate's process: torch's objects frozen, the collector off
@@ -71,6 +93,8 @@ def main() -> None:
         ),
         "dispatch_table.snapshot (once)": _time(dispatch_table.snapshot, slow),
         "dispatch_table.changed (x3 a check)": _time(lambda: dispatch_table.changed(table), slow),
+        "forward, op recorder (each trial)": _time(recorded, args.repeats),
+        "forward, recorder + shadow profile (each trial)": _time(shadowed, args.repeats),
     }
     import gc
 

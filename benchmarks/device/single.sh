@@ -32,6 +32,9 @@
 #                    barrier per row; without hints; with the re-read half parked in shared
 #                    memory, unsynced and synced; on 2 CTAs per SM), timed side by side
 #                    -> $OUT/ln_mix_copy.json
+#   SCAN=1           benchmarks/verifier_v2/scan_extensions.py: the CUDA finals' extensions built
+#                    again and their imports judged by the import guards (vendor_library,
+#                    hidden_ops) -> $OUT/scan_extensions.json and .jsonl
 #   FLUSH=1          benchmarks/flush_bias.py: the same calls timed after the verifier's write
 #                    flush and after a read flush, interleaved -> $OUT/flush_bias.json
 #   ABLATE=1         upskills distill --ablate --device cuda over traces/corpus-live, resuming
@@ -149,6 +152,12 @@ if [ -n "${MIXCOPY:-}" ] && [ "$(left 15)" -gt 60 ]; then
   timeout -k 10 "$(left 15)" python3 benchmarks/corpus_live/ln_mix_copy.py \
     --out "$OUT/ln_mix_copy.json" > /tmp/ln_mix_copy.log 2>&1
   echo "ln mix copy exit $?"; tail -6 /tmp/ln_mix_copy.log
+fi
+
+if [ -n "${SCAN:-}" ] && [ "$(left 15)" -gt 120 ]; then
+  timeout -k 10 "$(left 15)" python3 benchmarks/verifier_v2/scan_extensions.py traces/corpus-live \
+    --out "$OUT/scan_extensions.json" > /tmp/scan_extensions.log 2>&1
+  echo "extension scan exit $?"; tail -8 /tmp/scan_extensions.log
 fi
 
 if [ -n "${STABILITY:-}" ] && [ "$(left 15)" -gt 60 ]; then

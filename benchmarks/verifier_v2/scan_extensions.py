@@ -3,7 +3,8 @@
 Builds the ``load_inline`` extensions of every final CUDA kernel of the corpus (in parallel,
 each in a folder of its own) plus one attack (a GEMM "kernel" whose extension calls
 ``cublasSgemm_v2`` under a name assembled by the preprocessor), then lists, for each built
-shared object, the imports :data:`upskills.verify.libraries.DENIED` matches. A GPU machine
+shared object, the imports :func:`upskills.verify.libraries.symbol_rule` denies
+(``vendor_library``; ``hidden_ops`` since 2026-12-05). A GPU machine
 with nvcc is needed (the extensions link against torch's CUDA libraries).
 
 Usage: python benchmarks/verifier_v2/scan_extensions.py traces/corpus-live --out scan.json
@@ -26,7 +27,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "corpus_live"))
 from recheck import finals  # noqa: E402  # pyright: ignore[reportMissingImports]
 
 from upskills.trace import read_trace  # noqa: E402
-from upskills.verify.libraries import DENIED, undefined_symbols  # noqa: E402
+from upskills.verify.libraries import symbol_rule, undefined_symbols  # noqa: E402
 
 ATTACK = r'''
 import torch
@@ -65,10 +66,10 @@ def build(name: str, source: str, root: Path) -> dict[str, object]:
     )
     objects = sorted(folder.rglob("*.so"))
     hits = sorted(
-        f"{so.name}: {sym}"
+        f"{so.name}: {rule}: {sym}"
         for so in objects
         for sym in undefined_symbols(so.read_bytes())
-        if DENIED.match(sym)
+        if (rule := symbol_rule(sym))
     )
     row: dict[str, object] = {"name": name, "built": len(objects), "denied": hits}
     if proc.returncode != 0:

@@ -1,7 +1,8 @@
-"""The vendor-library guard against the corpus's CUDA finals, on a machine without a GPU.
+"""The import guards against the corpus's CUDA finals, on a machine without a GPU.
 
 What an extension imports is fixed when it is compiled, so nvcc alone answers whether an honest
-kernel would trip :data:`upskills.verify.libraries.DENIED`: each final CUDA kernel of the corpus
+kernel would trip :func:`upskills.verify.libraries.symbol_rule` (``vendor_library``, and since
+2026-12-05 ``hidden_ops``): each final CUDA kernel of the corpus
 is run with ``load_inline`` replaced by a recorder, its ``cuda_sources`` are compiled with nvcc
 into a shared object (against this machine's torch headers; the cuBLAS/cuSPARSE/cuSOLVER
 headers torch includes are stubbed with the few typedefs the declarations need, because a
@@ -32,7 +33,7 @@ from recheck import finals  # noqa: E402  # pyright: ignore[reportMissingImports
 from scan_extensions import ATTACK  # noqa: E402  # pyright: ignore[reportMissingImports]
 
 from upskills.trace import read_trace  # noqa: E402
-from upskills.verify.libraries import DENIED, undefined_symbols  # noqa: E402
+from upskills.verify.libraries import symbol_rule, undefined_symbols  # noqa: E402
 
 STUBS = {
     "cusparse.h": "typedef struct cusparseContext* cusparseHandle_t;\n"
@@ -84,13 +85,17 @@ def compile_and_scan(name: str, cu: str, root: Path, includes: list[str]) -> dic
     folder = root / name
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "k.cu").write_text(PRELUDE + cu)
-    cmd = ["nvcc", "-shared", "-Xcompiler", "-fPIC", "-arch=sm_90", "-std=c++17", "-O1"]
+    # the CUDA runtime linked as torch links an extension (-lcudart), not nvcc's static default,
+    # which imports dlopen, pthread_create and syscall itself
+    cmd = ["nvcc", "-shared", "-cudart", "shared", "-Xcompiler", "-fPIC", "-arch=sm_90"]
+    cmd += ["-std=c++17", "-O1"]
     cmd += [f"-I{i}" for i in includes] + ["-o", str(folder / "k.so"), str(folder / "k.cu")]
     proc = subprocess.run(cmd, capture_output=True, text=True)
     if proc.returncode:
         return {"name": name, "error": proc.stderr.strip().splitlines()[-1:]}
     imports = undefined_symbols((folder / "k.so").read_bytes())
-    return {"name": name, "imports": len(imports), "denied": sorted(filter(DENIED.match, imports))}
+    denied = sorted(f"{rule}: {n}" for n in imports if (rule := symbol_rule(n)))
+    return {"name": name, "imports": len(imports), "denied": denied}
 
 
 def main() -> int:

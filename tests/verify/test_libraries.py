@@ -17,7 +17,15 @@ from pathlib import Path
 
 import pytest
 
-from upskills.verify.libraries import denied_imports, mapped_objects, peer, undefined_symbols
+from upskills.verify.libraries import (
+    denied_imports,
+    import_hits,
+    mapped_objects,
+    nested_names,
+    peer,
+    symbol_rule,
+    undefined_symbols,
+)
 from upskills.verify.static import static_guards
 
 needs_cxx = pytest.mark.skipif(shutil.which("c++") is None, reason="needs a C++ compiler")
@@ -84,6 +92,11 @@ def _rules(source: str) -> list[str]:
     import ast
 
     return [i.rule for i in static_guards(ast.parse(source), "k.py")]
+
+
+def _cxx_rules(line: str) -> list[str]:
+    """The static rules a C++ source string with ``line`` in a function body breaks."""
+    return _rules(f'SRC = """\n#include <torch/extension.h>\nvoid f() {{ {line} }}\n"""\n')
 
 
 def test_cxx_source_that_calls_cublas_is_refused_before_it_runs():
@@ -312,8 +325,7 @@ void keep(torch::Tensor x) {
     ],
 )
 def test_cxx_source_that_keeps_lines_in_l2_across_calls_is_refused(line):
-    src = f'SRC = """\n#include <torch/extension.h>\nvoid f() {{ {line} }}\n"""\n'
-    assert "l2_persistence" in _rules(src), line
+    assert "l2_persistence" in _cxx_rules(line), line
     assert "l2_persistence" in _rules(f"SRC = {PERSISTING_L2!r}\n")
 
 
@@ -327,3 +339,152 @@ def test_cxx_that_only_hints_eviction_or_sets_function_attributes_is_not_refused
     )
     assert "l2_persistence" not in _rules(src)
     assert "l2_persistence" not in _rules('"""Why not keep x persisting in L2?"""\n')
+
+
+# Symbols as torch 2.13's libc10/libtorch_cpu export them and as the 2026-12-05 attacks'
+# extensions imported them (``test_load_inline.py``), and imports of an honest extension.
+EXCLUDE_KEYS = "_ZN3c104impl23ExcludeDispatchKeyGuardC1ENS_14DispatchKeySetE"
+START_THREAD = (
+    "_ZNSt6thread15_M_start_threadESt10unique_ptrINS_6_StateESt14default_deleteIS1_EEPFvvE"
+)
+POP_MODE = "_ZN3c104impl20TorchDispatchModeTLS9pop_stackEv"
+HONEST_IMPORTS = [
+    "_ZN2at4_ops10empty_like4callERKNS_6TensorESt8optionalIN3c1010ScalarTypeEES5_INS6_6LayoutEES5_"
+    "INS6_6DeviceEES5_IbES5_INS6_12MemoryFormatEE",
+    "_ZN3c104cuda20getCurrentCUDAStreamEa",
+    "_ZNK3c1010TensorImpl15decref_pyobjectEv",
+    "_ZN5torch17PyWarningHandlerC1Ev",
+    "_ZN6pybind116detail11type_casterIN2at6TensorEvE4castERKS3_NS_19return_value_policyENS_6handleE",
+    "_ZNSt6thread4joinEv",  # joining starts nothing
+    # torch::empty_like excludes the autograd keys with it: hiding an op with it is the residue
+    EXCLUDE_KEYS,
+    "_ZN3c104impl23ExcludeDispatchKeyGuardD1Ev",
+    "PyObject_GetAttrString",
+    "_ZN2at4cuda26getCurrentDevicePropertiesEv",  # at::cuda:: that is no op
+    "_ZN2at4cuda5emptyEN3c108ArrayRefIlEENS1_13TensorOptionsESt8optionalINS1_12MemoryFormatEE",
+    "pthread_mutex_lock",
+    "__cxa_guard_acquire",
+]
+
+
+def test_the_qualified_name_of_a_mangled_symbol_is_read():
+    assert nested_names(EXCLUDE_KEYS) == ["c10", "impl", "ExcludeDispatchKeyGuard"]
+    assert nested_names(START_THREAD) == ["std", "thread", "_M_start_thread"]
+    tls = "_ZTWN3c104impl26raw_local_dispatch_key_setE"  # a thread-local's wrapper
+    assert nested_names(tls) == ["c10", "impl", "raw_local_dispatch_key_set"]
+    assert nested_names("pthread_create") == [] and nested_names("_Z3fooi") == []
+    assert nested_names("_ZN3c1010Dispatcher13realSingletonEv") == [
+        "c10",
+        "Dispatcher",
+        "realSingleton",
+    ]
+
+
+@pytest.mark.parametrize(
+    "symbol",
+    [
+        POP_MODE,
+        "_ZN2at4_ops10add_Tensor10redispatchEN3c1014DispatchKeySetERKNS_6TensorES6_RKNS2_6ScalarE",
+        "_ZN3c1010Dispatcher13realSingletonEv",
+        "_ZN2at16ThreadLocalState19setThreadLocalStateERKS0_",
+        "_ZN2at6launchESt8functionIFvvEE",
+        "_ZN3c1010ThreadPool3runESt8functionIFvvEE",
+        START_THREAD,
+        "_ZN2at3cpu3addERKNS_6TensorES3_RKN3c106ScalarE",  # at::cpu::add, past the dispatcher
+        "_ZN2at4cuda2mmERKNS_6TensorES3_",
+        "_ZN2at4cuda7add_outERNS_6TensorERKS1_S4_RKN3c106ScalarE",
+        "pthread_create",
+        "GOMP_parallel",
+        "__kmpc_fork_call",
+        "fork",
+        "posix_spawn",
+        "system",
+        "syscall",
+    ],
+)
+def test_imports_that_run_ops_out_of_the_recorders_sight_are_denied(symbol):
+    assert symbol_rule(symbol) == "hidden_ops", symbol
+
+
+def test_the_imports_of_an_honest_extension_are_not_denied():
+    assert [s for s in HONEST_IMPORTS if symbol_rule(s)] == []
+    # ATen's compute through the dispatcher is the op recorder's to judge, by size
+    assert symbol_rule("_ZN2at4_ops10add_Tensor4callERKNS_6TensorES4_RKN3c106ScalarE") is None
+    assert symbol_rule("cublasCreate_v2") == "vendor_library"
+    assert symbol_rule("dlsym") == "vendor_library"
+    assert symbol_rule("dlsym", triton_helper=True) is None
+    assert symbol_rule("pthread_create", triton_helper=True) is None
+
+
+HIDING_SOURCE = f"""
+extern "C" int pthread_create(void*, const void*, void* (*)(void*), void*) __attribute__((weak));
+extern "C" void {POP_MODE}() __attribute__((weak));
+extern "C" int starts() {{ return pthread_create ? 1 : 0; }}
+extern "C" int pops() {{ return {POP_MODE} ? 1 : 0; }}
+"""
+
+
+@needs_cxx
+def test_a_loaded_object_that_starts_a_thread_or_pops_the_mode_fails_hidden_ops(tmp_path):
+    ctypes.CDLL(str(_build(tmp_path, HIDING_SOURCE, "hiding")))
+    me = os.getpid(), os.geteuid()
+    mine = [(rule, hit) for rule, hit in import_hits(*me) if hit.startswith("libhiding.so")]
+    assert mine == [
+        ("hidden_ops", f"libhiding.so: {POP_MODE}"),
+        ("hidden_ops", "libhiding.so: pthread_create"),
+    ]
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "c10::impl::ExcludeDispatchKeyGuard g(c10::DispatchKeySet(c10::DispatchKey::Python));",
+        "c10::impl::tls_set_dispatch_key_excluded(k, true);",
+        "auto r = at::_ops::add_Tensor::redispatch(ks, x, y, 1);",
+        'auto op = c10::Dispatcher::singleton().findSchemaOrThrow("aten::add", "Tensor");',
+        "at::ThreadLocalStateGuard g(state);",
+        "std::thread t([&] { out = x + y; }); t.join();",
+        "auto f = std::async([&] { return x + y; });",
+        "#pragma omp parallel for",
+        "at::launch([&] { out = x + y; });",
+        "return at::cpu::add(x, y);",
+        "#include <ATen/CUDAFunctions.h>",
+        "#include <ATen/ops/add_cuda_dispatch.h>",
+        "if (fork() == 0) { _exit(0); }",
+        'system("true");',
+    ],
+)
+def test_cxx_source_that_hides_ops_from_the_recorder_is_refused(line):
+    assert "hidden_ops" in _cxx_rules(line), line
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        'auto off = py::module_::import("torch").attr("_C");',
+        'auto g = m.attr("_DisableTorchDispatch")();',
+        "torch::Tensor f(torch::Tensor x, pybind11::object m);",
+        'PyObject* t = PyImport_ImportModule("torch");',
+        "auto b = x.__globals__;",
+    ],
+)
+def test_cxx_source_that_reaches_python_objects_by_name_is_refused(line):
+    assert "python_from_cpp" in _cxx_rules(line), line
+
+
+def test_a_kernels_own_cxx_is_not_refused_as_hiding_ops():
+    """A host function with a stream, a guard, its own binding and a join of nothing."""
+    src = (
+        'SRC = """\n#include <torch/extension.h>\n#include <c10/cuda/CUDAGuard.h>\n'
+        "torch::Tensor forward(torch::Tensor x) {\n"
+        "  const at::cuda::OptionalCUDAGuard guard(device_of(x));\n"
+        "  auto stream = at::cuda::getCurrentCUDAStream();\n"
+        "  auto out = torch::empty_like(x);\n"
+        "  k<<<grid, 256, 0, stream>>>(x.data_ptr<float>(), out.data_ptr<float>());\n"
+        "  return out;\n}\n"
+        "PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {\n"
+        '  m.def("forward", &forward, py::arg("x"));\n}\n"""\n'
+    )
+    rules = _rules(src)
+    assert "hidden_ops" not in rules and "python_from_cpp" not in rules, rules
+    assert "hidden_ops" not in _rules('"""A std::thread per row would be slower."""\n')

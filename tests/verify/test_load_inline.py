@@ -79,6 +79,64 @@ torch::Tensor add_blas(torch::Tensor x, torch::Tensor y) {
 )
 
 
+# Found 2026-12-05: ATen's ``x + y`` inside the extension, where the op recorder (a
+# ``TorchDispatchMode``) is not called: on a thread of the extension's own (a new thread has
+# none of the caller's dispatch keys), through ``redispatch`` below the Python key, by the CPU
+# kernel's own entry point past the dispatcher (``at::cpu::add``), with the Python key excluded,
+# or with the modes turned off through ``torch._C._DisableTorchDispatch`` reached from C++ by
+# name. Each passed as the candidate's kernel. The names are pasted by the preprocessor (and
+# split string literals), out of the static guard's sight (``hidden_ops``, ``python_from_cpp``
+# there), so what stops the first three is what the extension imports, and the last two the
+# shadow profile (``verify/shadow_ops.py``).
+HIDDEN_CANDIDATE = (
+    CPP_CANDIDATE.replace("upskills_test_add_ext", "upskills_test_hidden_ext")
+    .replace(
+        'functions=["add_loop", "add_aten"]',
+        'functions=["add_unseen", "add_backend", "add_threaded", "add_excluded", "add_disabled"]',
+    )
+    .replace(
+        "torch::Tensor add_aten(torch::Tensor x, torch::Tensor y) { return x + y; }",
+        """#include <c10/core/impl/LocalDispatchKeySet.h>
+#include <thread>
+#define J(a, b) a##b
+
+torch::Tensor add_unseen(torch::Tensor x, torch::Tensor y) {
+    return at::_ops::add_Tensor::J(redis, patch)(
+        c10::DispatchKeySet(c10::DispatchKey::CPU), x, y, 1);
+}
+
+namespace at { namespace J(c, pu) {
+at::Tensor add(const at::Tensor& self, const at::Tensor& other, const at::Scalar& alpha);
+} }
+
+torch::Tensor add_backend(torch::Tensor x, torch::Tensor y) { return at::J(c, pu)::add(x, y, 1); }
+
+torch::Tensor add_excluded(torch::Tensor x, torch::Tensor y) {
+    c10::impl::J(ExcludeDispatch, KeyGuard) keys(c10::DispatchKeySet(
+        {c10::DispatchKey::J(Pyth, on), c10::DispatchKey::J(Pyth, onTLSSnapshot)}));
+    return x + y;
+}
+
+torch::Tensor add_disabled(torch::Tensor x, torch::Tensor y) {
+    auto globals = J(py, bind11)::J(ca, st)(x).J(at, tr)("__class__").J(at, tr)("__repr__")
+        .J(at, tr)("__glob" "als__");
+    auto off = globals["torch"].J(at, tr)("_C").J(at, tr)("_DisableTorch" "Dispatch")();
+    off.J(at, tr)("__enter__")();
+    auto out = x + y;
+    off.J(at, tr)("__exit__")(J(py, bind11)::none(), J(py, bind11)::none(), J(py, bind11)::none());
+    return out;
+}
+
+torch::Tensor add_threaded(torch::Tensor x, torch::Tensor y) {
+    torch::Tensor out;
+    std::J(thr, ead) worker([&] { out = x + y; });
+    worker.join();
+    return out;
+}""",
+    )
+)
+
+
 def test_load_inline_kernel_passes_and_aten_inside_it_is_caught(add_task, tmp_path, monkeypatch):
     from upskills.verify import CheckOptions, Verifier
 
@@ -91,6 +149,25 @@ def test_load_inline_kernel_passes_and_aten_inside_it_is_caught(add_task, tmp_pa
         # a library call the static guard cannot read shows in what the extension imports
         v = verifier.check(add_task, BLAS_CANDIDATE)
         assert v.guard == "vendor_library" and "cublasCreate_v2" in v.message, v.message
+
+
+def test_aten_run_out_of_the_op_recorders_sight_is_caught_by_what_the_extension_imports(
+    add_task, tmp_path, monkeypatch
+):
+    from upskills.verify import CheckOptions, Verifier
+
+    monkeypatch.setenv("TORCH_EXTENSIONS_DIR", str(tmp_path / "ext"))
+    with Verifier("cpu", CheckOptions(seeds=1, timeout_s=300)) as verifier:
+        for func in ("add_unseen", "add_backend", "add_threaded"):
+            v = verifier.check(add_task, HIDDEN_CANDIDATE.replace("FUNC", func))
+            assert v.guard == "hidden_ops", (func, v.message)
+            for name in ("_ZN2at3cpu3add", "add_Tensor10redispatch", "_M_start_thread"):
+                assert name in v.message, (name, v.message)
+        # past the mode but not past the dispatcher's entry: the shadow profile, in the trial
+        for func in ("add_excluded", "add_disabled"):
+            v = verifier.check(add_task, HIDDEN_CANDIDATE.replace("FUNC", func))
+            assert v.guard == "hidden_ops", (func, v.message)
+            assert "aten::add where the op recorder could not see it" in v.message, v.message
 
 
 def test_a_build_failure_shows_the_compilers_error_not_its_command_line(

@@ -6,7 +6,9 @@
   that launches nothing of its own fails guard (a).
 - :class:`OpRecorder` is a ``TorchDispatchMode`` that records the aten ops a ``forward`` runs
   outside the candidate's own launches; :func:`forbidden_ops` rejects compute ops on more than a
-  few elements, and any copy op the reference itself uses for its work (guard b).
+  few elements, and any copy op the reference itself uses for its work (guard b). In a trial it
+  marks each op it sees for the shadow profile (:mod:`upskills.verify.shadow_ops`), which finds
+  ops that never reached it.
 - :class:`~upskills.verify.library_snapshot.LibrarySnapshot` (guard d) lives in a module of
   its own.
 
@@ -404,9 +406,16 @@ def _candidate_code_in_launch(state: LaunchState) -> bool:
     return False
 
 
-def make_op_recorder(log: OpLog, state: LaunchState) -> Any:
-    """A ``TorchDispatchMode`` appending each op run outside a launch to ``log``."""
+def make_op_recorder(log: OpLog, state: LaunchState, mark: bool = False) -> Any:
+    """A ``TorchDispatchMode`` appending each op run outside a launch to ``log``.
+
+    ``mark``: each op it sees runs inside a :data:`~upskills.verify.shadow_ops.MARK` scope,
+    for the shadow profile that finds ops which never reached it.
+    """
+    from torch.autograd.profiler import record_function
     from torch.utils._python_dispatch import TorchDispatchMode
+
+    from upskills.verify.shadow_ops import MARK
 
     class OpRecorder(TorchDispatchMode):
         """Records aten ops (name and size) while active."""
@@ -415,7 +424,11 @@ def make_op_recorder(log: OpLog, state: LaunchState) -> Any:
             self, func: Any, types: Any, args: Any = (), kwargs: Any = None
         ) -> Any:
             kwargs = kwargs or {}
-            out = func(*args, **kwargs)
+            if mark:
+                with record_function(MARK):
+                    out = func(*args, **kwargs)
+            else:
+                out = func(*args, **kwargs)
             if state.depth == 0 or _candidate_code_in_launch(state):
                 name: str = func._overloadpacket.__name__
                 log.ops.append(OpRecord(name, max(_max_numel((args, kwargs)), _max_numel(out))))

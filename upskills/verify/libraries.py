@@ -32,6 +32,7 @@ import sys
 import tempfile
 from pathlib import Path
 
+from upskills.verify.guards import ALLOWED_OPS
 from upskills.verify.verdict import ErrorClass, VerdictStage
 from upskills.verify.worker import StageFailure
 
@@ -48,6 +49,71 @@ LOADER = re.compile(r"^(dlopen|dlmopen|dlsym|dlvsym)$")
 A candidate's object that imports them can call cuBLAS under a name assembled at run time
 (or declare ``dlsym`` under a name the static guard cannot read), so they are denied in
 candidate-made objects, except in Triton's own helpers (:data:`TRITON_HELPER`)."""
+
+HIDING_NAMES = frozenset(
+    """TorchDispatchModeTLS PythonDispatcherTLS ThreadLocalState Dispatcher redispatch launch
+    intraop_launch intraop_launch_future invoke_parallel ThreadPool TaskThreadPoolBase
+    enableRecordFunction isRecordFunctionEnabled addGlobalCallback addThreadLocalCallback
+    clearCallbacks clearGlobalCallbacks clearThreadLocalCallbacks disableCallback
+    reenableCallback removeCallback getStepCallbacks getStepCallbacksUnlessEmpty
+    get_record_function_tls_ set_record_function_tls_ hasCallbacks hasGlobalCallbacks
+    hasThreadLocalCallbacks profiler""".split()
+)
+"""Names in torch's C++ (under ``at::``, ``c10::`` or ``torch::``) that run an op where the op
+recorders cannot see it, and that an honest extension does not import.
+
+The op recorder is a ``TorchDispatchMode``, called only while the thread's dispatch keys
+include ``Python``; the shadow profile behind it (:mod:`upskills.verify.shadow_ops`) rests on
+RecordFunction, which fires in the dispatcher's entry on this thread. Found 2026-12-05
+(``tests/verify/test_load_inline.py``): an extension that computed ``x + y`` with ATen on a
+thread of its own (a new thread has none of the caller's keys and none of its RecordFunction
+callbacks) passed as the candidate's kernel; so would one that pops the mode, calls
+``redispatch`` (no RecordFunction) or the ``Dispatcher`` itself, carries another thread's
+``ThreadLocalState``, uses ATen's thread pools, or switches RecordFunction or the profiler off.
+Not denied: ``ExcludeDispatchKeyGuard``, which hides an op from the mode (not from the shadow
+profile) when it excludes ``Python``, because every extension that calls ``torch::empty_like``
+imports it (the factory excludes the autograd keys with it); nor the functions that set the
+thread's keys, for the same reason and for ``InferenceMode``."""
+
+BACKEND_NAMESPACES = frozenset(
+    """cpu cuda meta mps compositeexplicitautograd compositeexplicitautogradnonfunctional
+    compositeimplicitautograd compositeimplicitautogradnestedtensor""".split()
+)
+"""``at::<backend>::<op>``: ATen's per-backend entry points (``ATen/CPUFunctions.h`` and the
+like) call an op's kernel for that backend without the dispatcher. Found 2026-12-05: an
+extension returning ``at::cpu::add(x, y)`` passed as the candidate's kernel."""
+
+OP_SUFFIX = re.compile(r"(?:_symint)?(?:_outf?)?$")
+"""Suffixes of the per-backend functions of one op (``add_out``, ``add_outf``, ``add_symint``)."""
+
+
+@functools.cache
+def aten_op_names() -> frozenset[str]:
+    """Names of the ``aten`` ops this torch registers, without overloads (``add``, ``add_``)."""
+    import torch
+
+    names = torch._C._dispatch_get_all_op_names()  # pyright: ignore[reportPrivateUsage]
+    return frozenset(n[6:].split(".")[0] for n in names if n.startswith("aten::"))
+
+
+def _backend_op(parts: list[str]) -> bool:
+    """Is ``at::<backend>::<name>`` an op's kernel called past the dispatcher?
+
+    Allocations and views are not counted: the recorder lets them through anyway.
+    """
+    if len(parts) < 3 or parts[0] != "at" or parts[1] not in BACKEND_NAMESPACES:
+        return False
+    op = OP_SUFFIX.sub("", parts[2])
+    return op not in ALLOWED_OPS and (op in aten_op_names() or parts[2] in aten_op_names())
+
+
+WORKER = re.compile(
+    r"^(pthread_create|thrd_create|GOMP_(parallel|task|teams)\w*|__kmpc_fork_\w+|fork|vfork"
+    r"|clone3?|posix_spawnp?|execv\w*|execl\w*|fexecve|system|popen|syscall)$"
+)
+"""Imports that start a thread or a process: a native thread starts with none of the calling
+thread's dispatch keys, so an op it runs bypasses the recorder (``std::thread`` is matched by
+:func:`symbol_rule`); a process computes out of the judge's sight."""
 
 TRITON_HELPER = re.compile(r"^(__triton_launcher|cuda_utils)\.cpython-[\w.-]+\.so$")
 """Objects Triton builds in its cache that load the CUDA driver with ``dlopen``/``dlsym``.
@@ -196,12 +262,59 @@ def mapped_objects(pid: int, uid: int) -> dict[str, str]:
     return found
 
 
+def nested_names(symbol: str) -> list[str]:
+    """The qualified name's parts of an Itanium-mangled C++ symbol: ``std``, ``thread``, ...
+
+    Only the leading nested name (``_ZN...``, also a thread-local's ``_ZTW``/``_ZTH`` wrapper)
+    is read, up to its first part that is not a plain identifier; anything else gives ``[]``.
+    """
+    head = re.match(r"_Z(?:T[HW])?N[rVKRO]*", symbol)
+    if head is None:
+        return []
+    at, parts = head.end(), list[str]()
+    if symbol.startswith("St", at):
+        parts.append("std")
+        at += 2
+    while at < len(symbol) and symbol[at].isdigit():
+        digits = re.match(r"\d+", symbol[at:])
+        assert digits is not None
+        start = at + digits.end()
+        parts.append(symbol[start : start + int(digits.group())])
+        at = start + int(digits.group())
+    return parts
+
+
+def symbol_rule(name: str, triton_helper: bool = False) -> str | None:
+    """The guard an imported symbol breaks: ``vendor_library``, ``hidden_ops`` or None.
+
+    ``triton_helper``: the object is one of Triton's own helpers (:func:`_triton_helper`),
+    which load the driver by name and call nothing of torch.
+    """
+    if DENIED.match(name) or (LOADER.match(name) and not triton_helper):
+        return "vendor_library"
+    parts = nested_names(name)
+    if parts[:1] in (["at"], ["c10"], ["torch"]) and HIDING_NAMES.intersection(parts[1:]):
+        return "hidden_ops"
+    if _backend_op(parts):
+        return "hidden_ops"
+    if parts[:3] == ["std", "thread", "_M_start_thread"]:
+        return "hidden_ops"
+    if WORKER.match(name) and not triton_helper:
+        return "hidden_ops"
+    return None
+
+
 def denied_imports(pid: int, uid: int) -> list[str]:
     """``object: symbol`` for each denied symbol a candidate-made object in ``pid`` imports.
 
     ``uid`` is the candidate process's user.
     """
-    hits: list[str] = []
+    return [hit for _, hit in import_hits(pid, uid)]
+
+
+def import_hits(pid: int, uid: int) -> list[tuple[str, str]]:
+    """``(guard, "object: symbol")`` for each denied import (see :func:`symbol_rule`)."""
+    hits: list[tuple[str, str]] = []
     for path, readable in sorted(mapped_objects(pid, uid).items()):
         try:
             if os.stat(readable).st_size > MAX_BYTES:
@@ -210,10 +323,10 @@ def denied_imports(pid: int, uid: int) -> list[str]:
         except OSError:
             continue
         names = undefined_symbols(data)
-        loader_ok = _triton_helper(path, names)
+        helper = _triton_helper(path, names)
         for name in sorted(names):
-            if DENIED.match(name) or (LOADER.match(name) and not loader_ok):
-                hits.append(f"{Path(path).name}: {name}")
+            if rule := symbol_rule(name, helper):
+                hits.append((rule, f"{Path(path).name}: {name}"))
     return hits
 
 
@@ -243,18 +356,29 @@ def accept_candidate(
         conn.close()
 
 
-def check_libraries(pid: int, uid: int, display: str) -> None:
-    """Raise the ``vendor_library`` guard when the candidate's process linked a denied import.
+GUARD_MESSAGES = {
+    "vendor_library": "calls a library to do the work",
+    "hidden_ops": "runs PyTorch's ops where the op recorder cannot see them (past the "
+    "dispatcher, or on a thread or process of its own)",
+}
+"""What each import guard says the candidate's process did."""
 
-    Denied: a vendor library's or ATen's compute, or a run-time loader outside Triton's helpers.
+
+def check_libraries(pid: int, uid: int, display: str) -> None:
+    """Raise the guard of the first denied import the candidate's process linked.
+
+    Denied: a vendor library's or ATen's compute, or a run-time loader outside Triton's helpers
+    (``vendor_library``); code that runs ops out of the op recorder's sight (``hidden_ops``).
     """
-    hits = denied_imports(pid, uid)
+    hits = import_hits(pid, uid)
     if hits:
+        guard = hits[0][0]
+        named = [hit for rule, hit in hits if rule == guard]
         raise StageFailure(
             ErrorClass.GUARD,
             VerdictStage.GUARDS,
-            f"{display}: guard (b) its process loaded code that calls a library to do the work "
-            f"({'; '.join(hits[:3])}{'; ...' if len(hits) > 3 else ''}): the compute must be the "
-            "candidate's own kernels",
-            guard="vendor_library",
+            f"{display}: guard (b) its process loaded code that {GUARD_MESSAGES[guard]} "
+            f"({'; '.join(named[:3])}{'; ...' if len(named) > 3 else ''}): the compute must be "
+            "the candidate's own kernels",
+            guard=guard,
         )

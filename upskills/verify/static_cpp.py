@@ -1,8 +1,9 @@
 """The static check's rules for C++ source held in a candidate's strings (``load_inline``).
 
 Split from :mod:`upskills.verify.static` (2026-12-05) when that passed 600 lines: a string
-that looks like C++ is searched for calls that hand the work to a library, and for the APIs
-that keep L2 lines across calls. Each rule answers ``(message, rule name)``.
+that looks like C++ is searched for calls that hand the work to a library, for the APIs
+that keep L2 lines across calls, and for ways to run PyTorch's ops out of the op recorder's
+sight. Each rule answers ``(message, rule name)``.
 """
 
 from __future__ import annotations
@@ -30,6 +31,32 @@ inputs from L2 when timed and be credited with bandwidth it does not have. A sin
 nothing from it; only repeated calls on the same buffers do, which is the timer's loop."""
 
 
+CPP_HIDDEN_OPS = re.compile(
+    r"DispatchKeyGuard|\btls_set_dispatch_key_\w+|\w*tls_local_dispatch_key_set|\w+ModeTLS\b"
+    r"|\w+DispatcherTLS\b|\w+TorchFunctionTLS\b|\bThreadLocalState\w*|\bredispatch\b"
+    r"|\bDispatcher\s*::|\bfindSchema\w*|\bDispatchKey\s*::\s*Python\w*"
+    r"|\bstd\s*::\s*(?:j?thread|async)\b|\b(?:pthread|thrd)_create\b|#\s*pragma\s+omp\b"
+    r"|\bat\s*::\s*(?:launch|intraop_launch)\b|\b(?:v?fork|posix_spawnp?|popen|system|syscall)\s*\("
+    r"|\bat\s*::\s*(?:cpu|meta|mps|composite\w*)\s*::|\b(?:CPU|CUDA|Meta|MPS|Composite\w*)Functions"
+    r"(?:_inl)?\.h|_(?:cpu|cuda|meta|composite\w*)_dispatch\.h"
+)
+"""C++ that runs PyTorch's ops out of the op recorder's sight: it changes the thread's dispatch
+keys, calls the dispatcher itself or an op's per-backend kernel past it (``at::cpu::add``, and
+the headers that declare them), or starts a thread or a process (see
+:data:`upskills.verify.libraries.HIDING_NAMES`, the fence behind this rule)."""
+
+CPP_PYTHON_CALLS = re.compile(
+    r"\.\s*attr\s*\(|\bpy(?:bind11)?\s*::\s*(?:module_?|object|function|handle|eval\w*|exec"
+    r"|globals|getattr|hasattr|import|reinterpret_borrow|reinterpret_steal)\b"
+    r"|\bPy(?:Object|Import|Run|Eval|Sys|Module|Dict|Capsule)_\w+|__globals__|__builtins__"
+    r"|__import__"
+)
+"""C++ that reaches Python objects by name: from there it can turn the op recorder off
+(``torch._C._DisableTorchDispatch``, found 2026-12-05) and call torch, with nothing in its
+imports to show it (every extension imports ``PyObject_GetAttrString``). A kernel's C++ takes
+tensors and numbers."""
+
+
 def cpp_issues(text: str) -> list[tuple[str, str]]:
     """``(message, rule)`` for each C++ rule ``text`` breaks; none unless it is C++ source."""
     if not CPP_MARKERS.search(text):
@@ -49,6 +76,23 @@ def cpp_issues(text: str) -> list[tuple[str, str]]:
                 f"(d) the C++ source uses {kept.group(0)!r}: L2 lines set aside across calls "
                 "outlive the L2 flush between timed calls",
                 "l2_persistence",
+            )
+        )
+    if hidden := CPP_HIDDEN_OPS.search(text):
+        out.append(
+            (
+                f"(b) the C++ source uses {hidden.group(0).strip()!r}: PyTorch's ops run there "
+                "out of the op recorder's sight (dispatch keys changed, past the dispatcher, "
+                "or on a thread or process of its own)",
+                "hidden_ops",
+            )
+        )
+    if python := CPP_PYTHON_CALLS.search(text):
+        out.append(
+            (
+                f"(b) the C++ source uses {python.group(0).strip()!r}: C++ that reaches Python "
+                "objects by name can turn the op recorder off; a kernel's C++ takes tensors",
+                "python_from_cpp",
             )
         )
     return out

@@ -1,0 +1,88 @@
+"""The shadow profile finds aten ops that ran without reaching the op recorder.
+
+The op recorder is a ``TorchDispatchMode``; the shadow profile (RecordFunction, through the
+legacy CPU profiler) sees every op that enters the dispatcher. Here the recorder is turned off
+from Python with ``torch._C._DisableTorchDispatch``, the switch a C++ extension reached by name
+on 2026-12-05; the end-to-end attacks through a real extension are in ``test_load_inline.py``.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from upskills.verify.guards import LaunchState, OpLog, make_op_recorder
+from upskills.verify.shadow_ops import shadow_profile
+
+
+def _unseen(forward) -> tuple[list[tuple[str, int]], list[str]]:
+    """(ops the shadow profile found unseen, ops the recorder logged) for one call."""
+    log = OpLog()
+    with torch.no_grad(), shadow_profile() as shadow:
+        with make_op_recorder(log, LaunchState(), mark=True):
+            forward()
+    return shadow.unseen(), [op.name for op in log.ops]
+
+
+X = torch.randn(4096)
+Y = torch.randn(4096)
+
+
+def test_ops_the_recorder_saw_are_not_unseen():
+    unseen, logged = _unseen(lambda: torch.add(X, Y))
+    assert unseen == [] and logged == ["add"]
+
+
+def test_a_composite_op_is_seen_through_the_op_it_decomposes_into():
+    """``to`` enters the dispatcher as itself; the mode sees ``_to_copy`` below it."""
+    unseen, logged = _unseen(lambda: (X.to(torch.float64), torch.nn.functional.gelu(X).sum()))
+    assert unseen == [], unseen
+    assert "_to_copy" in logged and "to" not in logged
+
+
+def test_an_op_run_with_the_recorder_turned_off_is_unseen():
+    def hidden() -> None:
+        torch.empty_like(X)  # seen: the recorder is on here
+        with torch._C._DisableTorchDispatch():  # pyright: ignore[reportPrivateUsage]
+            torch.add(X, Y)
+            torch.mul(X, Y)
+            torch.add(X, Y)
+
+    unseen, logged = _unseen(hidden)
+    assert unseen == [("add", 4096), ("mul", 4096), ("add", 4096)]
+    assert logged == ["empty_like"]
+
+
+def test_without_marks_every_op_would_read_as_unseen():
+    """The marks are what the analysis reads: a recorder that does not mark proves nothing."""
+    log = OpLog()
+    with torch.no_grad(), shadow_profile() as shadow:
+        with make_op_recorder(log, LaunchState()):
+            torch.add(X, Y)
+    assert shadow.unseen() == [("add", 4096)] and [op.name for op in log.ops] == ["add"]
+
+
+def test_what_torch_tensor_hides_itself_is_allocation_and_a_small_copy():
+    """``torch.tensor`` builds its tensor with the Python key excluded: an honest forward that
+    makes a small constant shows unseen ops, none of them compute."""
+    unseen, logged = _unseen(lambda: torch.tensor([1.0, 2.0]))
+    assert {op for op, _ in unseen} <= {"empty", "to", "_to_copy", "copy_", "detach_"}, unseen
+    assert all(n <= 2 for _, n in unseen) and "lift_fresh" in logged
+
+
+def test_unseen_ops_join_the_trials_log_and_unseen_compute_fails_at_once():
+    import types
+
+    import pytest
+
+    from upskills.verify.candidate_host import CandidateHost
+    from upskills.verify.worker import StageFailure
+
+    host = types.SimpleNamespace(display="k.py")
+    log = OpLog()
+    # torch.tensor's own: an allocation (left out) and a small copy (the judge's to judge)
+    CandidateHost._judge_unseen(host, [("empty", 0), ("to", 2), ("add", 8)], log)
+    assert [(op.name, op.numel) for op in log.ops] == [("to", 2), ("add", 8)]
+    with pytest.raises(StageFailure) as failed:
+        CandidateHost._judge_unseen(host, [("add", 4096), ("mul", 4096), ("add", 4096)], OpLog())
+    assert failed.value.guard == "hidden_ops"
+    assert "aten::add, aten::mul where the op recorder could not see it" in str(failed.value)

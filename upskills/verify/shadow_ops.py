@@ -1,0 +1,126 @@
+"""A second op recorder that the dispatch keys do not switch off (guard (b), ``hidden_ops``).
+
+The op recorder (:func:`~upskills.verify.guards.make_op_recorder`) is a ``TorchDispatchMode``:
+PyTorch calls it only while the calling thread's dispatch keys include ``Python``. A
+``load_inline`` extension sets its own thread's keys: ``x + y`` under an
+``ExcludeDispatchKeyGuard`` of ``Python``, or inside ``torch._C._DisableTorchDispatch``
+reached from C++ by name, ran ATen's add where the recorder never saw it, and passed as the
+candidate's kernel (found 2026-12-05). The import table cannot fence the guard: every extension
+that calls ``torch::empty_like`` imports it.
+
+PyTorch's RecordFunction fires in the dispatcher's entry (``Dispatcher::call``) whatever the
+keys. So each trial's forward runs under the legacy CPU profiler (thread-local RecordFunction
+callbacks, no Kineto, nothing printed), and the op recorder marks every op it sees with a
+:data:`MARK` scope around the op's own call. An aten event at the top of the profile (no aten
+op or mark above it) with no mark anywhere below it went through the dispatcher without
+reaching the recorder: an unseen op. A composite op (``to``) is seen through the op it
+decomposes into (``_to_copy``), which carries the mark below it.
+
+PyTorch itself hides a few ops from the modes: ``torch.tensor([1.0, 2.0])`` builds its tensor
+with ``Python`` excluded (``empty``, ``to``, ``detach_`` unseen, then a seen ``lift_fresh``).
+So unseen ops are judged as the recorder's are: the candidate's host adds them to the trial's
+op log, and a compute op on more than a few elements among them is guard ``hidden_ops`` at once.
+
+What still avoids it: ``redispatch``, RecordFunction's own switch, the profiler's functions
+and threads of the extension's own, each fenced by what the extension imports
+(:mod:`upskills.verify.libraries`); and C++ that reaches Python by a name the preprocessor
+pasted together (the static guard's ``python_from_cpp`` reads unpasted ones).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Generator
+from contextlib import contextmanager
+from typing import Any, cast
+
+MARK = "upskills.op_seen"
+"""The scope the op recorder opens around each op it sees while the shadow profile runs."""
+
+
+class Shadow:
+    """The profile of one forward; :meth:`unseen` after it ends."""
+
+    def __init__(self) -> None:
+        self.events: list[Any] = []
+
+    def unseen(self) -> list[tuple[str, int]]:
+        """``(op, elements)`` for each aten op that ran without reaching the op recorder.
+
+        ``op`` is the overload packet's name as the recorder writes it (``add``); ``elements``
+        the largest element count among its inputs. In call order, every call.
+        """
+        return unseen_ops(self.events)
+
+
+@contextmanager
+def shadow_profile() -> Generator[Shadow]:
+    """Profile the block with the legacy CPU profiler (RecordFunction, this thread only).
+
+    ``torch.autograd.profiler_legacy`` is marked deprecated (torch 2.13) and still works there
+    and in torch 2.11; where it is gone, the Kineto profiler (CPU events only) takes its place,
+    which prints two lines to the candidate's stderr at each start and stop.
+    """
+    shadow = Shadow()
+    prof = _profiler()
+    with prof:
+        yield shadow
+    events = getattr(prof, "function_events", None)  # the legacy profiler's
+    shadow.events = list(events if events is not None else prof.events())
+
+
+def _profiler() -> Any:
+    import warnings
+
+    try:
+        from torch.autograd import profiler_legacy
+    except ImportError:
+        from torch.profiler import ProfilerActivity, profile
+
+        return profile(activities=[ProfilerActivity.CPU])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # its deprecation notice, in the candidate's stderr
+        return profiler_legacy.profile(record_shapes=True)  # pyright: ignore[reportDeprecated]
+
+
+def unseen_ops(events: list[Any]) -> list[tuple[str, int]]:
+    """Top-level aten events (no aten op or :data:`MARK` above) with no :data:`MARK` below."""
+    found: list[tuple[str, int]] = []
+    for event in events:
+        if not event.name.startswith("aten::") or _under_op(event):
+            continue
+        if not _marked_below(event):
+            found.append((event.name.removeprefix("aten::"), _elements(event)))
+    return found
+
+
+def _elements(event: Any) -> int:
+    """The largest element count among the event's inputs (0 where no shape was recorded)."""
+    best = 0
+    shapes: list[Any] = list(getattr(event, "input_shapes", None) or [])
+    for shape in shapes:
+        dims: list[Any] = list(cast(Any, shape)) if isinstance(shape, list | tuple) else []
+        if dims and all(isinstance(d, int) for d in dims):
+            count = 1
+            for d in dims:
+                count *= int(d)
+            best = max(best, count)
+    return best
+
+
+def _under_op(event: Any) -> bool:
+    parent = event.cpu_parent
+    while parent is not None:
+        if parent.name == MARK or parent.name.startswith("aten::"):
+            return True
+        parent = parent.cpu_parent
+    return False
+
+
+def _marked_below(event: Any) -> bool:
+    stack = list(event.cpu_children)
+    while stack:
+        child = stack.pop()
+        if child.name == MARK:
+            return True
+        stack.extend(child.cpu_children)
+    return False
