@@ -2393,3 +2393,25 @@ def test_a_candidate_cannot_reach_the_buffers_of_another_check(add_task, cpu_ver
     finally:
         worker.join(180)
     assert verdicts["honest"].passed, verdicts["honest"].message
+
+
+@pytest.mark.gpu
+def test_pytorch_after_the_trials_is_caught_by_the_late_trial(add_task):
+    """The timed calls run without the op recorder: a forward that counts its calls and hands
+    the work to PyTorch once the trials are over (a launch of its own beside it) was timed at
+    PyTorch's speed (found 2026-12-05 on CPU, by reading; not yet run here). The trial after
+    the timed calls refuses it; with that trial off, it passes."""
+    from tests.verify.test_late_trial import LATE_SWITCH
+
+    options = CheckOptions(seeds=1, timeout_s=300, baselines=False, random_shape=False)
+    with Verifier("cuda", options) as verifier:
+        honest = verifier.check(add_task, GOOD_ADD)
+        cheat = LATE_SWITCH.replace("TRIALS", str(len(honest.variants)))
+        unguarded = verifier.check(
+            add_task, cheat, options=options.model_copy(update={"late_trial": False})
+        )
+        guarded = verifier.check(add_task, cheat)
+    assert honest.passed and honest.timing is not None, honest.message
+    assert unguarded.passed, unguarded.message  # the hole, with the late trial off
+    assert not guarded.passed and guarded.guard == "torch_compute", guarded.message
+    assert "the trial after every other call" in guarded.message

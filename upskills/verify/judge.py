@@ -77,6 +77,8 @@ class JudgeJob(BaseModel):
     flush: FlushMode = "write"
     audit_timed_calls: bool = True
     audit_clock_calls: bool = True
+    late_trial: bool = False
+    """One more trial after every other call (:attr:`CheckOptions.late_trial`)."""
     timeout_s: float
     candidate_parent: int | None = None
     """The candidate zygote's pid: the candidate's process is its child. Another process that
@@ -320,9 +322,12 @@ class Judge:
         return out, work_ops(log)
 
     def trial(
-        self, prepared: Prepared, index: int, domain: str, prev: dict[str, Any]
+        self, prepared: Prepared, index: int, domain: str, prev: dict[str, Any], late: bool = False
     ) -> VariantResult:
-        """One trial: fresh inputs, the reference, the candidate's run, guards and values."""
+        """One trial: fresh inputs, the reference, the candidate's run, guards and values.
+
+        ``late``: the trial after every other call (:meth:`late_trial`), so named in messages.
+        """
         name = prepared.plan.name
         seed = trial_seed(self.job.seed, name, index)
         t0 = time.monotonic()
@@ -338,6 +343,8 @@ class Judge:
         where = f"variant {name!r} seed {seed}" + (
             f" ({domain} inputs)" if domain != "normal" else ""
         )
+        if late:
+            where += ", the trial after every other call"
         t1 = time.monotonic()
         reply = self.ask(
             Trial(label=where, inputs=wire, outputs=[h for _, h in buffers], structure=structure)
@@ -410,8 +417,10 @@ class Judge:
         domains = ["normal", *self.task.domains]
         prev: dict[str, Any] = {}
         count = 0
+        current = prepared[0]
         for i, prep in enumerate(prepared):
             self.setup(prep, first=i == 0)
+            current = prep
             for index in range(self.job.seeds):
                 domain = domains[(index + i) % len(domains)] if index else "normal"
                 res = self.trial(prep, index, domain, prev)
@@ -430,9 +439,35 @@ class Judge:
         if self.result.passed and self.job.timing and self.device.startswith("cuda"):
             from upskills.verify.judge_timing import time_main
 
-            time_main(self, self.main_for_timing(prepared))
+            current = self.main_for_timing(prepared)
+            time_main(self, current)
             self._check_process()  # again: a library loaded only once the timing began
+        if self.result.passed and self.job.late_trial:
+            self.late_trial(current)
         return self.result
+
+    def late_trial(self, prepared: Prepared) -> None:
+        """One more trial, after every other call of the check (found 2026-12-05).
+
+        Of the variant the candidate's model was last built for (the main one after a timing).
+        The timed calls run without the op recorder, and their outputs are checked, not how
+        they were made: a forward that counted its calls could launch its own kernel in the
+        trials and hand the work to PyTorch afterwards (``x + y``, an ``at::mm`` in its
+        extension, beside a launch of anything), and be timed at PyTorch's speed. This trial
+        comes after those calls, with fresh inputs, the op recorder, the shadow profile and
+        every trial's guard, so a forward that switches once the trials are over is called
+        here switched. One that switches back after a number of calls it foresees is not.
+        """
+        release_memory(self.device, force=True)
+        result = self.trial(prepared, self.job.seeds, "normal", {}, late=True)
+        if not result.passed:
+            raise StageFailure(
+                ErrorClass.GUARD,
+                VerdictStage.GUARDS,
+                f"{self.job.display}: guard (c) {result.message}: the forward computes "
+                "differently once the trials are over",
+                guard="timed_result",
+            )
 
     def _check_process(self) -> None:
         """Fail a candidate whose process broke a rule no single call shows.

@@ -49,6 +49,11 @@ class CheckOptions(BaseModel):
     back-to-back call on its own perturbed inputs, fingerprinted and verified on calls drawn
     after the reply, the overhead timed without ``forward`` and taken off. Off only to measure
     what it costs: a clock check without it can be fooled (``docs/design/verifier.md``)."""
+    late_trial: bool | None = None
+    """One more trial, with fresh inputs, after every other call of the check (after the timed
+    calls where the check is timed). The timed calls run without the op recorder: a forward
+    that counted its calls could run its own kernel in the trials and PyTorch's afterwards, and
+    be timed at PyTorch's speed. None: on where the check is timed (a GPU check with timing)."""
     seed: int | None = Field(default=None, ge=0)
     """The check's seed (replay a verdict); None draws a fresh one per check."""
     random_shape: bool = True

@@ -262,6 +262,11 @@ class Verifier:
             flush=options.flush,
             audit_timed_calls=options.audit_timed_calls,
             audit_clock_calls=options.audit_clock_calls,
+            late_trial=(
+                options.late_trial
+                if options.late_trial is not None
+                else options.timing and self.device.startswith("cuda")
+            ),
             timeout_s=options.timeout_s,
             candidate_parent=self.candidates.pid(),
             static_notes=notes,
