@@ -488,3 +488,7 @@ def test_a_kernels_own_cxx_is_not_refused_as_hiding_ops():
     rules = _rules(src)
     assert "hidden_ops" not in rules and "python_from_cpp" not in rules, rules
     assert "hidden_ops" not in _rules('"""A std::thread per row would be slower."""\n')
+    commented = "// one row per warp: a std::thread or system() per row would be slower\n"
+    commented += "/* no .attr( lookups, no PyObject_ calls: tensors in, tensors out */"
+    assert _cxx_rules(commented) == []
+    assert _cxx_rules(commented + "\nstd::thread t(f);") == ["hidden_ops"]

@@ -57,6 +57,12 @@ imports to show it (every extension imports ``PyObject_GetAttrString``). A kerne
 tensors and numbers."""
 
 
+CPP_COMMENT = re.compile(r"//[^\n]*|/\*.*?\*/", re.DOTALL)
+"""C++ comments: the rules on running ops out of sight read code, not a kernel's explanations
+("a std::thread per row would be slower"). A ``//`` inside a string literal cuts the line
+short for them; what the static rules miss, the imports show (:mod:`upskills.verify.libraries`)."""
+
+
 def cpp_issues(text: str) -> list[tuple[str, str]]:
     """``(message, rule)`` for each C++ rule ``text`` breaks; none unless it is C++ source."""
     if not CPP_MARKERS.search(text):
@@ -78,7 +84,8 @@ def cpp_issues(text: str) -> list[tuple[str, str]]:
                 "l2_persistence",
             )
         )
-    if hidden := CPP_HIDDEN_OPS.search(text):
+    code = CPP_COMMENT.sub(" ", text)
+    if hidden := CPP_HIDDEN_OPS.search(code):
         out.append(
             (
                 f"(b) the C++ source uses {hidden.group(0).strip()!r}: PyTorch's ops run there "
@@ -87,7 +94,7 @@ def cpp_issues(text: str) -> list[tuple[str, str]]:
                 "hidden_ops",
             )
         )
-    if python := CPP_PYTHON_CALLS.search(text):
+    if python := CPP_PYTHON_CALLS.search(code):
         out.append(
             (
                 f"(b) the C++ source uses {python.group(0).strip()!r}: C++ that reaches Python "
