@@ -77,7 +77,7 @@ def main() -> None:
 
     def shadowed() -> None:
         with torch.no_grad(), shadow_profile() as shadow:
-            with make_op_recorder(OpLog(), LaunchState(), mark=True):
+            with make_op_recorder(OpLog(), LaunchState(), mark=shadow.mark):
                 forward()
         assert not shadow.unseen()
 

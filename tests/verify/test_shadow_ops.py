@@ -18,7 +18,7 @@ def _unseen(forward) -> tuple[list[tuple[str, int]], list[str]]:
     """(ops the shadow profile found unseen, ops the recorder logged) for one call."""
     log = OpLog()
     with torch.no_grad(), shadow_profile() as shadow:
-        with make_op_recorder(log, LaunchState(), mark=True):
+        with make_op_recorder(log, LaunchState(), mark=shadow.mark):
             forward()
     return shadow.unseen(), [op.name for op in log.ops]
 
@@ -58,7 +58,26 @@ def test_without_marks_every_op_would_read_as_unseen():
     with torch.no_grad(), shadow_profile() as shadow:
         with make_op_recorder(log, LaunchState()):
             torch.add(X, Y)
-    assert shadow.unseen() == [("add", 4096)] and [op.name for op in log.ops] == ["add"]
+    # the add as it entered the dispatcher, and again as the mode called it: both unmarked
+    assert shadow.unseen() == [("add", 4096)] * 2 and [op.name for op in log.ops] == ["add"]
+
+
+def test_a_scope_named_like_an_op_or_a_mark_hides_nothing():
+    """Found 2026-12-05: ops hidden below a scope the forward named ``aten::empty`` read as
+    nested in an op and were skipped. Only the profile's own marks, named with a token drawn
+    for it, count; a scope a forward names after the marks' prefix is no mark."""
+    from torch.autograd.profiler import record_function
+
+    from upskills.verify.shadow_ops import MARK_PREFIX
+
+    for scope in ("aten::empty", MARK_PREFIX.rstrip("."), MARK_PREFIX + "0" * 32):
+
+        def hidden(scope: str = scope) -> None:
+            with record_function(scope), torch._C._DisableTorchDispatch():  # pyright: ignore
+                torch.add(X, Y)
+
+        unseen, _ = _unseen(hidden)
+        assert ("add", 4096) in unseen, (scope, unseen)
 
 
 def test_what_torch_tensor_hides_itself_is_allocation_and_a_small_copy():

@@ -67,7 +67,7 @@ from upskills.verify.protocol import (
     Trial,
     TrialDone,
 )
-from upskills.verify.shadow_ops import shadow_profile
+from upskills.verify.shadow_ops import Shadow, shadow_profile
 from upskills.verify.transport import (
     clone_tree,
     dtype_name,
@@ -338,11 +338,12 @@ class CandidateHost(TimingRequests):
         from upskills.verify.guards import make_op_recorder
 
         self._collect(VerdictStage.CORRECTNESS)
-        recorder = make_op_recorder(log, self.watch.counter.state, mark=True)
+        shadow = Shadow()
+        recorder = make_op_recorder(log, self.watch.counter.state, mark=shadow.mark)
         check_modes_left(mode_depths(), VerdictStage.CORRECTNESS, self.display, self.watch.modes)
         self.watch.active = True
         try:
-            with torch.no_grad(), shadow_profile() as shadow, recorder:
+            with torch.no_grad(), shadow_profile(shadow), recorder:
                 before = mode_depths()
                 out = self.model(*inputs)
                 check_modes_left(before, VerdictStage.CORRECTNESS, self.display)

@@ -406,16 +406,14 @@ def _candidate_code_in_launch(state: LaunchState) -> bool:
     return False
 
 
-def make_op_recorder(log: OpLog, state: LaunchState, mark: bool = False) -> Any:
+def make_op_recorder(log: OpLog, state: LaunchState, mark: str | None = None) -> Any:
     """A ``TorchDispatchMode`` appending each op run outside a launch to ``log``.
 
-    ``mark``: each op it sees runs inside a :data:`~upskills.verify.shadow_ops.MARK` scope,
-    for the shadow profile that finds ops which never reached it.
+    ``mark``: each op it sees runs inside a profiler scope of this name (the shadow profile's,
+    :attr:`upskills.verify.shadow_ops.Shadow.mark`), which finds ops that never reached it.
     """
     from torch.autograd.profiler import record_function
     from torch.utils._python_dispatch import TorchDispatchMode
-
-    from upskills.verify.shadow_ops import MARK
 
     class OpRecorder(TorchDispatchMode):
         """Records aten ops (name and size) while active."""
@@ -424,8 +422,8 @@ def make_op_recorder(log: OpLog, state: LaunchState, mark: bool = False) -> Any:
             self, func: Any, types: Any, args: Any = (), kwargs: Any = None
         ) -> Any:
             kwargs = kwargs or {}
-            if mark:
-                with record_function(MARK):
+            if mark is not None:
+                with record_function(mark):
                     out = func(*args, **kwargs)
             else:
                 out = func(*args, **kwargs)

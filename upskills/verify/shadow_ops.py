@@ -11,9 +11,9 @@ that calls ``torch::empty_like`` imports it.
 PyTorch's RecordFunction fires in the dispatcher's entry (``Dispatcher::call``) whatever the
 keys. So each trial's forward runs under the legacy CPU profiler (thread-local RecordFunction
 callbacks, no Kineto, nothing printed), and the op recorder marks every op it sees with a
-:data:`MARK` scope around the op's own call. An aten event at the top of the profile (no aten
-op or mark above it) with no mark anywhere below it went through the dispatcher without
-reaching the recorder: an unseen op. A composite op (``to``) is seen through the op it
+scope around the op's own call, named :data:`MARK_PREFIX` and a token drawn for the profile.
+An aten event outside every mark with no mark anywhere below it went through the dispatcher
+without reaching the recorder: an unseen op. A composite op (``to``) is seen through the op it
 decomposes into (``_to_copy``), which carries the mark below it.
 
 PyTorch itself hides a few ops from the modes: ``torch.tensor([1.0, 2.0])`` builds its tensor
@@ -29,18 +29,23 @@ pasted together (the static guard's ``python_from_cpp`` reads unpasted ones).
 
 from __future__ import annotations
 
+import secrets
 from collections.abc import Generator
 from contextlib import contextmanager
 from typing import Any, cast
 
-MARK = "upskills.op_seen"
-"""The scope the op recorder opens around each op it sees while the shadow profile runs."""
+MARK_PREFIX = "upskills.op_seen."
+"""The scope the op recorder opens around each op it sees while the shadow profile runs is
+this and a random token, drawn for each profile: a forward that opened a scope of that name
+itself (``torch.autograd.profiler.record_function`` is public) would have its ops read as
+seen, so it must not know the name."""
 
 
 class Shadow:
     """The profile of one forward; :meth:`unseen` after it ends."""
 
     def __init__(self) -> None:
+        self.mark = MARK_PREFIX + secrets.token_hex(16)
         self.events: list[Any] = []
 
     def unseen(self) -> list[tuple[str, int]]:
@@ -49,18 +54,21 @@ class Shadow:
         ``op`` is the overload packet's name as the recorder writes it (``add``); ``elements``
         the largest element count among its inputs. In call order, every call.
         """
-        return unseen_ops(self.events)
+        return unseen_ops(self.events, self.mark)
 
 
 @contextmanager
-def shadow_profile() -> Generator[Shadow]:
+def shadow_profile(shadow: Shadow | None = None) -> Generator[Shadow]:
     """Profile the block with the legacy CPU profiler (RecordFunction, this thread only).
+
+    ``shadow``: the one whose :attr:`Shadow.mark` the op recorder was made with (a new one
+    when the recorder is made inside the block).
 
     ``torch.autograd.profiler_legacy`` is marked deprecated (torch 2.13) and still works there
     and in torch 2.11; where it is gone, the Kineto profiler (CPU events only) takes its place,
     which prints two lines to the candidate's stderr at each start and stop.
     """
-    shadow = Shadow()
+    shadow = shadow if shadow is not None else Shadow()
     prof = _profiler()
     with prof:
         yield shadow
@@ -82,13 +90,18 @@ def _profiler() -> Any:
         return profiler_legacy.profile(record_shapes=True)  # pyright: ignore[reportDeprecated]
 
 
-def unseen_ops(events: list[Any]) -> list[tuple[str, int]]:
-    """Top-level aten events (no aten op or :data:`MARK` above) with no :data:`MARK` below."""
+def unseen_ops(events: list[Any], mark: str) -> list[tuple[str, int]]:
+    """Aten events outside every ``mark`` scope with no ``mark`` scope below them.
+
+    Inside a mark runs an op the recorder saw, and whatever PyTorch runs for it. An aten
+    event's name proves nothing (a forward can open a scope named ``aten::empty`` and hide
+    ops below it, found 2026-12-05), so only marks are trusted, never an aten parent.
+    """
     found: list[tuple[str, int]] = []
     for event in events:
-        if not event.name.startswith("aten::") or _under_op(event):
+        if not event.name.startswith("aten::") or _inside(event, mark):
             continue
-        if not _marked_below(event):
+        if not _marked_below(event, mark):
             found.append((event.name.removeprefix("aten::"), _elements(event)))
     return found
 
@@ -107,20 +120,20 @@ def _elements(event: Any) -> int:
     return best
 
 
-def _under_op(event: Any) -> bool:
+def _inside(event: Any, mark: str) -> bool:
     parent = event.cpu_parent
     while parent is not None:
-        if parent.name == MARK or parent.name.startswith("aten::"):
+        if parent.name == mark:
             return True
         parent = parent.cpu_parent
     return False
 
 
-def _marked_below(event: Any) -> bool:
+def _marked_below(event: Any, mark: str) -> bool:
     stack = list(event.cpu_children)
     while stack:
         child = stack.pop()
-        if child.name == MARK:
+        if child.name == mark:
             return True
         stack.extend(child.cpu_children)
     return False
