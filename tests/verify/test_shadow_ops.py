@@ -105,3 +105,22 @@ def test_unseen_ops_join_the_trials_log_and_unseen_compute_fails_at_once():
         CandidateHost._judge_unseen(host, [("add", 4096), ("mul", 4096), ("add", 4096)], OpLog())
     assert failed.value.guard == "hidden_ops"
     assert "aten::add, aten::mul where the op recorder could not see it" in str(failed.value)
+
+
+def test_a_profile_switched_off_and_another_on_is_found_out():
+    """A forward that ended the verifier's profile and began its own would hand back only the
+    ops after the switch; the profile's first scope, drawn with its mark, is then missing."""
+    import warnings
+
+    from torch.autograd import profiler_legacy
+
+    with shadow_profile() as honest:
+        torch.add(X, Y)
+    assert honest.intact
+    with shadow_profile() as shadow:
+        torch.autograd._disable_profiler_legacy()  # pyright: ignore[reportPrivateUsage]
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            profiler_legacy.profile().__enter__()  # pyright: ignore[reportDeprecated]
+        torch.add(X, Y)
+    assert not shadow.intact

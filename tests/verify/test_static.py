@@ -84,6 +84,11 @@ HEADER = "import torch\nimport torch.nn as nn\nimport torch.nn.functional as F\n
         ("ref = Model()\n", "(e) uses the reference's Model"),
         ("from upskills.tasks import runtime\n", "(e) the candidate must not use the verifier"),
         ("m = __import__('gc')\n", "(e) __import__()"),
+        # 2026-12-05: a profiler switched off and another on hid ops from the shadow profile
+        ("p = torch.autograd.profiler_legacy.profile()\n", "switch the op recorders off"),
+        ("with torch.profiler.profile():\n    pass\n", "switch the op recorders off"),
+        ("from torch.autograd import profiler\n", "switch the op recorders off"),
+        ("import torch.autograd.profiler_legacy as pl\n", "switch the op recorders off"),
     ],
 )
 def test_static_guard_fires(body, needle):

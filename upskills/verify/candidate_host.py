@@ -357,6 +357,14 @@ class CandidateHost(TimingRequests):
             ) from exc
         finally:
             self.watch.active = False
+        if not shadow.intact:
+            raise StageFailure(
+                ErrorClass.GUARD,
+                VerdictStage.CORRECTNESS,
+                f"{self.display}: guard (b) ModelNew.forward switched the verifier's profile "
+                "off and another on: ops between went unseen",
+                guard="hidden_ops",
+            )
         self._judge_unseen(shadow.unseen(), log)
         try:
             self._sync()

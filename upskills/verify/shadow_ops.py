@@ -21,10 +21,16 @@ with ``Python`` excluded (``empty``, ``to``, ``detach_`` unseen, then a seen ``l
 So unseen ops are judged as the recorder's are: the candidate's host adds them to the trial's
 op log, and a compute op on more than a few elements among them is guard ``hidden_ops`` at once.
 
+A forward that switched the profile off and another on (``torch.autograd.profiler_legacy`` is
+public; the static guard refuses the profilers by name since 2026-12-05) hands back the second
+one's events: the profile's first scope is missing from them, and :attr:`Shadow.intact` says
+so.
+
 What still avoids it: ``redispatch``, RecordFunction's own switch, the profiler's functions
 and threads of the extension's own, each fenced by what the extension imports
-(:mod:`upskills.verify.libraries`); and C++ that reaches Python by a name the preprocessor
-pasted together (the static guard's ``python_from_cpp`` reads unpasted ones).
+(:mod:`upskills.verify.libraries`); and a profile switched off and on from C++ that reaches
+Python by names the preprocessor pasted together, with a scope of the first one's name opened
+again (which it cannot know).
 """
 
 from __future__ import annotations
@@ -48,6 +54,20 @@ class Shadow:
         self.mark = MARK_PREFIX + secrets.token_hex(16)
         self.events: list[Any] = []
 
+    @property
+    def start(self) -> str:
+        """The scope the profile opens first.
+
+        Missing from its events, the profile the block ended is not the one it began (a
+        forward switched it off and another on).
+        """
+        return self.mark + ".start"
+
+    @property
+    def intact(self) -> bool:
+        """Did the events come from the profile this block began?"""
+        return any(event.name == self.start for event in self.events)
+
     def unseen(self) -> list[tuple[str, int]]:
         """``(op, elements)`` for each aten op that ran without reaching the op recorder.
 
@@ -68,9 +88,13 @@ def shadow_profile(shadow: Shadow | None = None) -> Generator[Shadow]:
     and in torch 2.11; where it is gone, the Kineto profiler (CPU events only) takes its place,
     which prints two lines to the candidate's stderr at each start and stop.
     """
+    from torch.autograd.profiler import record_function
+
     shadow = shadow if shadow is not None else Shadow()
     prof = _profiler()
     with prof:
+        with record_function(shadow.start):
+            pass
         yield shadow
     events = getattr(prof, "function_events", None)  # the legacy profiler's
     shadow.events = list(events if events is not None else prof.events())

@@ -15,6 +15,18 @@ from dataclasses import dataclass
 from upskills.verify.static_cpp import cpp_issues
 from upskills.verify.verdict import ErrorClass
 
+PROFILERS = (
+    "torch.profiler",
+    "torch.autograd.profiler",
+    "torch.autograd.profiler_legacy",
+    "torch.autograd.profiler_util",
+)
+"""PyTorch's profilers: a forward that switched the verifier's shadow profile off and its own
+on would hide the ops between (``verify/shadow_ops.py``, 2026-12-05). Refused as modules and
+as attributes."""
+
+PROFILERS_WHY = "(b) a profiler in the candidate can switch the op recorders off"
+
 FORBIDDEN_MODULES = {
     "threading": "(d) threads are a timing trick",
     "_thread": "(d) threads are a timing trick",
@@ -45,6 +57,7 @@ FORBIDDEN_MODULES = {
     "builtins": "(e) the candidate must not reach into the interpreter's builtins",
     "triton.runtime.interpreter": "(e) detecting or changing the judge's interpreter",
     "triton.knobs": "(e) detecting or changing the judge's configuration",
+    **dict.fromkeys(PROFILERS, PROFILERS_WHY),
 }
 """Module (or package prefix) -> why importing it is rejected."""
 
@@ -85,6 +98,7 @@ TIMING_ATTRIBUTES = {
     "traceback.walk_tb": "(e) walking stack frames can reach the reference's output",
     "inspect.getattr_static": "(e) getattr by another name hides what it reaches",
     "torch._C._get_dispatch_mode": "(b) the candidate must not detect the op recorder",
+    **dict.fromkeys(PROFILERS, PROFILERS_WHY),
     "torch.set_default_dtype": "(b) the default dtype belongs to the judge",
     "torch.set_default_tensor_type": "(b) the default dtype belongs to the judge",
     "torch.set_default_device": "(b) the default device belongs to the judge",
@@ -560,6 +574,7 @@ def _rule(why: str) -> str:
         ("process ids", "judge"),
         ("command line", "judge"),
         ("hooks", "module_hooks"),
+        ("op recorders off", "hidden_ops"),
         ("exit status", "exit"),
         ("relative imports", "forbidden_import"),
     ):
