@@ -8,6 +8,8 @@ on 2026-12-05; the end-to-end attacks through a real extension are in ``test_loa
 
 from __future__ import annotations
 
+import types
+
 import torch
 
 from upskills.verify.guards import LaunchState, OpLog, make_op_recorder
@@ -89,20 +91,24 @@ def test_what_torch_tensor_hides_itself_is_allocation_and_a_small_copy():
 
 
 def test_unseen_ops_join_the_trials_log_and_unseen_compute_fails_at_once():
-    import types
-
     import pytest
 
-    from upskills.verify.candidate_host import CandidateHost
+    from upskills.verify.shadow_ops import Shadow, judge_shadow
     from upskills.verify.worker import StageFailure
 
-    host = types.SimpleNamespace(display="k.py")
-    log = OpLog()
+    def judged(unseen: list[tuple[str, int]]) -> OpLog:
+        shadow = Shadow()
+        shadow.unseen = lambda: unseen  # type: ignore[method-assign]
+        shadow.events = [types.SimpleNamespace(name=shadow.start)]
+        log = OpLog()
+        judge_shadow(shadow, log, "k.py")
+        return log
+
     # torch.tensor's own: an allocation (left out) and a small copy (the judge's to judge)
-    CandidateHost._judge_unseen(host, [("empty", 0), ("to", 2), ("add", 8)], log)
+    log = judged([("empty", 0), ("to", 2), ("add", 8)])
     assert [(op.name, op.numel) for op in log.ops] == [("to", 2), ("add", 8)]
     with pytest.raises(StageFailure) as failed:
-        CandidateHost._judge_unseen(host, [("add", 4096), ("mul", 4096), ("add", 4096)], OpLog())
+        judged([("add", 4096), ("mul", 4096), ("add", 4096)])
     assert failed.value.guard == "hidden_ops"
     assert "aten::add, aten::mul where the op recorder could not see it" in str(failed.value)
 

@@ -30,14 +30,7 @@ from upskills.verify.candidate_timing import (
     own_attributes,
     plain_tensor,
 )
-from upskills.verify.guards import (
-    ALLOWED_OPS,
-    DATA_MOVEMENT_OPS,
-    SMALL_NUMEL,
-    LaunchCounter,
-    OpLog,
-    OpRecord,
-)
+from upskills.verify.guards import LaunchCounter, OpLog
 from upskills.verify.interface import mismatch, signature_problem
 from upskills.verify.library_snapshot import LibrarySnapshot, live_threads
 from upskills.verify.modes import (
@@ -67,7 +60,7 @@ from upskills.verify.protocol import (
     Trial,
     TrialDone,
 )
-from upskills.verify.shadow_ops import Shadow, shadow_profile
+from upskills.verify.shadow_ops import Shadow, judge_shadow, shadow_profile
 from upskills.verify.transport import (
     clone_tree,
     dtype_name,
@@ -357,15 +350,7 @@ class CandidateHost(TimingRequests):
             ) from exc
         finally:
             self.watch.active = False
-        if not shadow.intact:
-            raise StageFailure(
-                ErrorClass.GUARD,
-                VerdictStage.CORRECTNESS,
-                f"{self.display}: guard (b) ModelNew.forward switched the verifier's profile "
-                "off and another on: ops between went unseen",
-                guard="hidden_ops",
-            )
-        self._judge_unseen(shadow.unseen(), log)
+        judge_shadow(shadow, log, self.display)
         try:
             self._sync()
         except Exception as exc:  # noqa: BLE001 - a kernel failed asynchronously on the GPU
@@ -376,29 +361,6 @@ class CandidateHost(TimingRequests):
                 f"{type(exc).__name__}: {str(exc).strip()[:1500]}",
             ) from exc
         return out
-
-    def _judge_unseen(self, unseen: list[tuple[str, int]], log: OpLog) -> None:
-        """Ops the shadow profile found that never reached the op recorder.
-
-        They join the trial's op log, for the judge's rules on sizes, sums and the reference's
-        copies; a compute op on more than ``SMALL_NUMEL`` elements among them fails here.
-        Allocations and views are left out (PyTorch's own ``torch.tensor`` hides some).
-        """
-        shown = [(op, n) for op, n in unseen if op not in ALLOWED_OPS]
-        log.ops.extend(OpRecord(op, n) for op, n in shown)
-        compute = [
-            f"aten::{op}" for op, n in shown if op not in DATA_MOVEMENT_OPS and n > SMALL_NUMEL
-        ]
-        if compute:
-            raise StageFailure(
-                ErrorClass.GUARD,
-                VerdictStage.CORRECTNESS,
-                f"{self.display}: guard (b) ModelNew.forward ran PyTorch's "
-                f"{', '.join(dict.fromkeys(compute))} where the op recorder could not see it "
-                "(its thread's dispatch keys changed, or its dispatch modes turned off): the "
-                "compute must be the candidate's own kernels",
-                guard="hidden_ops",
-            )
 
     def setup(self, req: Setup) -> Ack:
         """Check the interface (first time) and build ``ModelNew`` for a variant."""

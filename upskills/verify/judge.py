@@ -28,7 +28,7 @@ from upskills.verify.domains import apply_domain
 from upskills.verify.guards import LaunchState, OpLog, make_op_recorder, work_ops
 from upskills.verify.judge_memory import memory_note, release_memory
 from upskills.verify.judge_outputs import flatten_outputs, mutated_input, trial_seed
-from upskills.verify.judge_rules import check_guards, output_problem
+from upskills.verify.judge_rules import check_guards, late_trial, output_problem
 from upskills.verify.libraries import accept_candidate, check_libraries
 from upskills.verify.protocol import (
     REPLY,
@@ -326,7 +326,8 @@ class Judge:
     ) -> VariantResult:
         """One trial: fresh inputs, the reference, the candidate's run, guards and values.
 
-        ``late``: the trial after every other call (:meth:`late_trial`), so named in messages.
+        ``late``: the trial after every other call
+        (:func:`~upskills.verify.judge_rules.late_trial`), so named in messages.
         """
         name = prepared.plan.name
         seed = trial_seed(self.job.seed, name, index)
@@ -443,31 +444,8 @@ class Judge:
             time_main(self, current)
             self._check_process()  # again: a library loaded only once the timing began
         if self.result.passed and self.job.late_trial:
-            self.late_trial(current)
+            late_trial(self, current)
         return self.result
-
-    def late_trial(self, prepared: Prepared) -> None:
-        """One more trial, after every other call of the check (found 2026-12-05).
-
-        Of the variant the candidate's model was last built for (the main one after a timing).
-        The timed calls run without the op recorder, and their outputs are checked, not how
-        they were made: a forward that counted its calls could launch its own kernel in the
-        trials and hand the work to PyTorch afterwards (``x + y``, an ``at::mm`` in its
-        extension, beside a launch of anything), and be timed at PyTorch's speed. This trial
-        comes after those calls, with fresh inputs, the op recorder, the shadow profile and
-        every trial's guard, so a forward that switches once the trials are over is called
-        here switched. One that switches back after a number of calls it foresees is not.
-        """
-        release_memory(self.device, force=True)
-        result = self.trial(prepared, self.job.seeds, "normal", {}, late=True)
-        if not result.passed:
-            raise StageFailure(
-                ErrorClass.GUARD,
-                VerdictStage.GUARDS,
-                f"{self.job.display}: guard (c) {result.message}: the forward computes "
-                "differently once the trials are over",
-                guard="timed_result",
-            )
 
     def _check_process(self) -> None:
         """Fail a candidate whose process broke a rule no single call shows.

@@ -3,12 +3,15 @@
 Guards fire on what the candidate's process reported about one call (library patches, threads,
 no launch of its own, Python/NumPy fallbacks, PyTorch doing the work); outputs must have the
 reference's structure, exact ``torch.Tensor`` type, no aliasing of inputs, and its shape, dtype
-and device.
+and device. The late trial after every other call (:func:`late_trial`) lives here too.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from upskills.verify.judge import Judge, Prepared
 
 from upskills.verify.guards import ALLOWED_OPS, DATA_MOVEMENT_OPS, SMALL_NUMEL, op_family
 from upskills.verify.protocol import OpSeen, TrialDone
@@ -141,3 +144,29 @@ def output_problem(
                 f"{where}: {label} is on {meta.device}, expected {ref.device.type}"
             )
     return None
+
+
+def late_trial(judge: Judge, prepared: Prepared) -> None:
+    """One more trial, after every other call of the check (found 2026-12-05).
+
+    Of the variant the candidate's model was last built for (the main one after a timing).
+    The timed calls run without the op recorder, and their outputs are checked, not how they
+    were made: a forward that counted its calls could launch its own kernel in the trials and
+    hand the work to PyTorch afterwards (``x + y``, an ``at::mm`` in its extension, beside a
+    launch of anything), and be timed at PyTorch's speed. This trial comes after those calls,
+    with fresh inputs, the op recorder, the shadow profile and every trial's guard, so a
+    forward that switches once the trials are over is called here switched. One that switches
+    back after a number of calls it foresees is not.
+    """
+    from upskills.verify.judge_memory import release_memory
+
+    release_memory(judge.device, force=True)
+    result = judge.trial(prepared, judge.job.seeds, "normal", {}, late=True)
+    if not result.passed:
+        raise StageFailure(
+            ErrorClass.GUARD,
+            VerdictStage.GUARDS,
+            f"{judge.job.display}: guard (c) {result.message}: the forward computes "
+            "differently once the trials are over",
+            guard="timed_result",
+        )

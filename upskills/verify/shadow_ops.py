@@ -38,7 +38,10 @@ from __future__ import annotations
 import secrets
 from collections.abc import Generator
 from contextlib import contextmanager
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
+
+if TYPE_CHECKING:
+    from upskills.verify.guards import OpLog
 
 MARK_PREFIX = "upskills.op_seen."
 """The scope the op recorder opens around each op it sees while the shadow profile runs is
@@ -161,3 +164,36 @@ def _marked_below(event: Any, mark: str) -> bool:
             return True
         stack.extend(child.cpu_children)
     return False
+
+
+def judge_shadow(shadow: Shadow, log: OpLog, display: str) -> None:
+    """Judge one trial's shadow profile in the candidate's host (guard ``hidden_ops``).
+
+    The profile must be the one the trial began. Ops that never reached the op recorder join
+    the trial's op log, for the judge's rules on sizes, sums and the reference's copies; a
+    compute op on more than ``SMALL_NUMEL`` elements among them fails here. Allocations and
+    views are left out (PyTorch's own ``torch.tensor`` hides some).
+    """
+    from upskills.verify.guards import ALLOWED_OPS, DATA_MOVEMENT_OPS, SMALL_NUMEL, OpRecord
+    from upskills.verify.verdict import ErrorClass, VerdictStage
+    from upskills.verify.worker import StageFailure
+
+    def fail(what: str) -> StageFailure:
+        return StageFailure(
+            ErrorClass.GUARD,
+            VerdictStage.CORRECTNESS,
+            f"{display}: guard (b) ModelNew.forward {what}",
+            guard="hidden_ops",
+        )
+
+    if not shadow.intact:
+        raise fail("switched the verifier's profile off and another on: ops between went unseen")
+    shown = [(op, n) for op, n in shadow.unseen() if op not in ALLOWED_OPS]
+    log.ops.extend(OpRecord(op, n) for op, n in shown)
+    compute = [f"aten::{op}" for op, n in shown if op not in DATA_MOVEMENT_OPS and n > SMALL_NUMEL]
+    if compute:
+        raise fail(
+            f"ran PyTorch's {', '.join(dict.fromkeys(compute))} where the op recorder could not "
+            "see it (its thread's dispatch keys changed, or its dispatch modes turned off): the "
+            "compute must be the candidate's own kernels"
+        )
