@@ -242,3 +242,64 @@ def test_two_sources_that_name_their_extension_alike_keep_both_builds(
         v = verifier.check(add_task, a)
     assert v.passed, v.message
     assert so_a.stat().st_mtime_ns == built_a  # A judged again: its build was found, not redone
+
+
+# Found 2026-12-05: an extension that registers its own kernel for an op the judge allows (an
+# allocation: ``empty_like``) for the length of one forward, and does the task's work with ATen
+# inside it. The op recorder sees ``empty_like`` and calls it with its mode popped, so the
+# ``add`` the kernel runs reaches no mode, and the shadow profile found it inside the recorder's
+# own mark; the dispatcher's table, compared after the trials, is PyTorch's again by then. It
+# passed as the candidate's kernel. ``torch::Library`` is pasted by the preprocessor here, out
+# of the static guard's sight; the trial's shadow profile finds the ``add`` inside the
+# allocation's kernel, and what the extension imports (``torch::Library``, judged after the
+# trials: ``test_libraries.py``) would refuse it next.
+OVERRIDE_CANDIDATE = (
+    CPP_CANDIDATE.replace("upskills_test_add_ext", "upskills_test_override_ext")
+    .replace('functions=["add_loop", "add_aten"]', 'functions=["arm", "disarm"]')
+    .replace(
+        "torch::Tensor add_aten(torch::Tensor x, torch::Tensor y) { return x + y; }",
+        """#define J(a, b) a##b
+
+static torch::Tensor stashed;
+
+static at::Tensor spare(const at::Tensor& self, std::optional<at::ScalarType> dtype,
+                        std::optional<at::Layout> layout, std::optional<at::Device> device,
+                        std::optional<bool> pin, std::optional<at::MemoryFormat> fmt) {
+    if (stashed.defined()) {
+        auto y = stashed;
+        stashed = torch::Tensor();
+        return self + y;
+    }
+    return at::empty(self.sizes(), self.options());
+}
+
+static std::unique_ptr<torch::J(Lib, rary)> lib;
+
+void arm(torch::Tensor y) {
+    stashed = y;
+    lib = std::make_unique<torch::J(Lib, rary)>(
+        torch::J(Lib, rary)::IMPL, "aten", c10::DispatchKey::CPU, __FILE__, __LINE__);
+    lib->impl("empty_like", &spare);
+}
+
+void disarm() { lib.reset(); }""",
+    )
+    .replace(
+        "return _ext.FUNC(x.contiguous(), y.contiguous())",
+        "_ext.arm(y.contiguous())\n        out = torch.empty_like(x)\n"
+        "        _ext.disarm()\n        return out",
+    )
+)
+
+
+def test_an_allowed_op_whose_kernel_the_extension_replaced_is_caught(
+    add_task, tmp_path, monkeypatch
+):
+    from upskills.verify import CheckOptions, Verifier
+
+    monkeypatch.setenv("TORCH_EXTENSIONS_DIR", str(tmp_path / "ext"))
+    with Verifier("cpu", CheckOptions(seeds=1, timeout_s=300)) as verifier:
+        v = verifier.check(add_task, OVERRIDE_CANDIDATE)
+        # the trial's shadow profile speaks first; the imports are judged after the trials
+        assert v.guard == "hidden_ops", v.message
+        assert "aten::add inside aten::empty_like" in v.message, v.message

@@ -130,3 +130,66 @@ def test_a_profile_switched_off_and_another_on_is_found_out():
             profiler_legacy.profile().__enter__()  # pyright: ignore[reportDeprecated]
         torch.add(X, Y)
     assert not shadow.intact
+
+
+def _smuggled(forward) -> list[tuple[str, str, int]]:
+    from upskills.verify.shadow_ops import smuggled_ops
+
+    log = OpLog()
+    with torch.no_grad(), shadow_profile() as shadow:
+        with make_op_recorder(log, LaunchState(), mark=shadow.mark):
+            forward()
+    return smuggled_ops(shadow.events, shadow.mark)
+
+
+def test_pytorchs_own_kernels_of_allocations_copies_and_small_ops_run_no_compute():
+    """What honest forwards call: the marks of allowed, data-movement and small ops hold only
+    allocations, views and copies, and a big op's own sub-ops (``mean`` runs ``sum``) pass."""
+    t = torch.randn(64, 64).t()
+
+    def honest() -> None:
+        X.to(torch.float64)
+        t.contiguous()
+        torch.nn.functional.pad(X, (3, 5))
+        torch.cat([X, Y]).clone()
+        torch.stack([X, Y])
+        torch.zeros(4096).fill_(2.0)
+        torch.full_like(X, 3.0)
+        X.mean()
+        X[:8].mean()
+        X.view(64, 64).sum(0)
+        torch.ones(4096, dtype=torch.int64).to(torch.float16)
+
+    assert _smuggled(honest) == []
+
+
+def test_compute_inside_an_allowed_ops_replaced_kernel_is_found():
+    """Found 2026-12-05 through a C++ extension (``test_load_inline.py``): a kernel registered
+    for ``aten::empty_like`` for the length of one forward returned ``x + y``. The recorder
+    saw ``empty_like`` and called it with its mode popped; the ``add`` inside read as seen."""
+    stash: list[torch.Tensor] = []
+
+    def kernel(self: torch.Tensor, **_: object) -> torch.Tensor:
+        return torch.add(self, stash.pop()) if stash else torch.empty(self.shape)
+
+    def forward() -> None:
+        lib = torch.library.Library("aten", "IMPL")  # noqa: TID251 - the attack under test
+        try:
+            lib.impl("empty_like", kernel, "CPU")
+            stash.append(Y)
+            torch.empty_like(X)
+        finally:
+            lib._destroy()
+
+    assert _smuggled(forward) == [("add", "empty_like", 4096)]
+
+    # and a small op's: a 2-element sum whose kernel adds 4096 elements
+    def small_forward() -> None:
+        lib = torch.library.Library("aten", "IMPL")  # noqa: TID251 - the attack under test
+        try:
+            lib.impl("sum", lambda a, dtype=None: torch.add(X, Y)[0].clone(), "CPU")
+            torch.sum(X[:2])
+        finally:
+            lib._destroy()
+
+    assert ("add", "sum", 4096) in _smuggled(small_forward)

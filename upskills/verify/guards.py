@@ -409,8 +409,10 @@ def _candidate_code_in_launch(state: LaunchState) -> bool:
 def make_op_recorder(log: OpLog, state: LaunchState, mark: str | None = None) -> Any:
     """A ``TorchDispatchMode`` appending each op run outside a launch to ``log``.
 
-    ``mark``: each op it sees runs inside a profiler scope of this name (the shadow profile's,
-    :attr:`upskills.verify.shadow_ops.Shadow.mark`), which finds ops that never reached it.
+    ``mark``: each op it sees runs inside a profiler scope named ``mark:op:elements`` (the
+    shadow profile's :attr:`upskills.verify.shadow_ops.Shadow.mark`, the op, the largest input's
+    element count), which finds ops that never reached it and ops run inside a kernel that is
+    not PyTorch's.
     """
     from torch.autograd.profiler import record_function
     from torch.utils._python_dispatch import TorchDispatchMode
@@ -422,13 +424,13 @@ def make_op_recorder(log: OpLog, state: LaunchState, mark: str | None = None) ->
             self, func: Any, types: Any, args: Any = (), kwargs: Any = None
         ) -> Any:
             kwargs = kwargs or {}
+            name: str = func._overloadpacket.__name__
             if mark is not None:
-                with record_function(mark):
+                with record_function(f"{mark}:{name}:{_max_numel((args, kwargs))}"):
                     out = func(*args, **kwargs)
             else:
                 out = func(*args, **kwargs)
             if state.depth == 0 or _candidate_code_in_launch(state):
-                name: str = func._overloadpacket.__name__
                 log.ops.append(OpRecord(name, max(_max_numel((args, kwargs)), _max_numel(out))))
             return out
 

@@ -57,7 +57,7 @@ HIDING_NAMES = frozenset(
     clearCallbacks clearGlobalCallbacks clearThreadLocalCallbacks disableCallback
     reenableCallback removeCallback getStepCallbacks getStepCallbacksUnlessEmpty
     get_record_function_tls_ set_record_function_tls_ hasCallbacks hasGlobalCallbacks
-    hasThreadLocalCallbacks profiler""".split()
+    hasThreadLocalCallbacks profiler Library TorchLibraryInit RegisterOperators""".split()
 )
 """Names in torch's C++ (under ``at::``, ``c10::`` or ``torch::``) that run an op where the op
 recorders cannot see it, and that an honest extension does not import.
@@ -69,7 +69,10 @@ RecordFunction, which fires in the dispatcher's entry on this thread. Found 2026
 thread of its own (a new thread has none of the caller's keys and none of its RecordFunction
 callbacks) passed as the candidate's kernel; so would one that pops the mode, calls
 ``redispatch`` (no RecordFunction) or the ``Dispatcher`` itself, carries another thread's
-``ThreadLocalState``, uses ATen's thread pools, or switches RecordFunction or the profiler off.
+``ThreadLocalState``, uses ATen's thread pools, or switches RecordFunction or the profiler off;
+or one that registers a kernel of its own for an op (``torch::Library``, behind
+``TORCH_LIBRARY_IMPL``): an ``empty_like`` kernel registered for one forward returned ``x + y``
+and passed, since the recorder calls the ops it sees with its mode popped.
 Not denied: ``ExcludeDispatchKeyGuard``, which hides an op from the mode (not from the shadow
 profile) when it excludes ``Python``, because every extension that calls ``torch::empty_like``
 imports it (the factory excludes the autograd keys with it); nor the functions that set the
@@ -362,7 +365,7 @@ def accept_candidate(
 GUARD_MESSAGES = {
     "vendor_library": "calls a library to do the work",
     "hidden_ops": "runs PyTorch's ops where the op recorder cannot see them (past the "
-    "dispatcher, or on a thread or process of its own)",
+    "dispatcher, inside a kernel it registers for an op, or on a thread or process of its own)",
 }
 """What each import guard says the candidate's process did."""
 

@@ -11,10 +11,12 @@ that calls ``torch::empty_like`` imports it.
 PyTorch's RecordFunction fires in the dispatcher's entry (``Dispatcher::call``) whatever the
 keys. So each trial's forward runs under the legacy CPU profiler (thread-local RecordFunction
 callbacks, no Kineto, nothing printed), and the op recorder marks every op it sees with a
-scope around the op's own call, named :data:`MARK_PREFIX` and a token drawn for the profile.
-An aten event outside every mark with no mark anywhere below it went through the dispatcher
-without reaching the recorder: an unseen op. A composite op (``to``) is seen through the op it
-decomposes into (``_to_copy``), which carries the mark below it.
+scope around the op's own call, named :data:`MARK_PREFIX` and a token drawn for the profile,
+then the op's name and its largest input's size. An aten event outside every mark with no mark
+anywhere below it went through the dispatcher without reaching the recorder: an unseen op. A
+compute op inside the mark of an allocation, a view, a copy or a small op ran inside a kernel
+an extension put in PyTorch's place (:func:`smuggled_ops`). A composite op (``to``) is seen
+through the op it decomposes into (``_to_copy``), which carries the mark below it.
 
 PyTorch itself hides a few ops from the modes: ``torch.tensor([1.0, 2.0])`` builds its tensor
 with ``Python`` excluded (``empty``, ``to``, ``detach_`` unseen, then a seen ``lift_fresh``).
@@ -148,22 +150,59 @@ def _elements(event: Any) -> int:
 
 
 def _inside(event: Any, mark: str) -> bool:
+    return _nearest_mark(event, mark) is not None
+
+
+def _nearest_mark(event: Any, mark: str) -> Any:
+    """The innermost mark scope around ``event`` (None outside every mark)."""
     parent = event.cpu_parent
     while parent is not None:
-        if parent.name == mark:
-            return True
+        if _is_mark(parent, mark):
+            return parent
         parent = parent.cpu_parent
-    return False
+    return None
+
+
+def _is_mark(event: Any, mark: str) -> bool:
+    return event.name.startswith(mark + ":")
 
 
 def _marked_below(event: Any, mark: str) -> bool:
     stack = list(event.cpu_children)
     while stack:
         child = stack.pop()
-        if child.name == mark:
+        if _is_mark(child, mark):
             return True
         stack.extend(child.cpu_children)
     return False
+
+
+def smuggled_ops(events: list[Any], mark: str) -> list[tuple[str, str, int]]:
+    """``(op, seen_op, elements)``: aten compute run inside a seen op's replaced kernel.
+
+    A seen op that the judge lets pass (an allocation, a view, a copy, or an op on at most
+    ``SMALL_NUMEL`` elements) whose kernel runs a compute op on more than ``SMALL_NUMEL``
+    elements is not running PyTorch's kernel: an extension replaced it. The op recorder calls
+    the seen op with its mode popped, so what that kernel runs reaches no mode, and inside the
+    recorder's own mark it read as seen (found 2026-12-05: an extension that registered its own
+    ``empty_like`` kernel for the length of one forward, returning ``x + y``, passed).
+    """
+    from upskills.verify.guards import ALLOWED_OPS, DATA_MOVEMENT_OPS, SMALL_NUMEL
+
+    passing = ALLOWED_OPS | DATA_MOVEMENT_OPS
+    found: list[tuple[str, str, int]] = []
+    for event in events:
+        op = event.name.removeprefix("aten::")
+        if op == event.name or op in passing or (n := _elements(event)) <= SMALL_NUMEL:
+            continue
+        scope = _nearest_mark(event, mark)
+        if scope is None:
+            continue
+        seen_op, _, seen_elements = scope.name.removeprefix(mark + ":").rpartition(":")
+        small = seen_elements.isdigit() and int(seen_elements) <= SMALL_NUMEL
+        if seen_op != op and (seen_op in passing or small):
+            found.append((op, seen_op, n))
+    return found
 
 
 def judge_shadow(shadow: Shadow, log: OpLog, display: str) -> None:
@@ -188,6 +227,13 @@ def judge_shadow(shadow: Shadow, log: OpLog, display: str) -> None:
 
     if not shadow.intact:
         raise fail("switched the verifier's profile off and another on: ops between went unseen")
+    if smuggled := smuggled_ops(shadow.events, shadow.mark):
+        op, seen_op, _ = smuggled[0]
+        raise fail(
+            f"ran PyTorch's aten::{op} inside aten::{seen_op}, whose kernel in PyTorch runs no "
+            "such op: the op's kernel was replaced, and the compute must be the candidate's own "
+            "kernels"
+        )
     shown = [(op, n) for op, n in shadow.unseen() if op not in ALLOWED_OPS]
     log.ops.extend(OpRecord(op, n) for op, n in shown)
     compute = [f"aten::{op}" for op, n in shown if op not in DATA_MOVEMENT_OPS and n > SMALL_NUMEL]

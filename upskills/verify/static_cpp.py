@@ -39,10 +39,13 @@ CPP_HIDDEN_OPS = re.compile(
     r"|\bat\s*::\s*(?:launch|intraop_launch)\b|\b(?:v?fork|posix_spawnp?|popen|system|syscall)\s*\("
     r"|\bat\s*::\s*(?:cpu|meta|mps|composite\w*)\s*::|\b(?:CPU|CUDA|Meta|MPS|Composite\w*)Functions"
     r"(?:_inl)?\.h|_(?:cpu|cuda|meta|composite\w*)_dispatch\.h"
+    r"|\bTORCH_LIBRARY\w*|\btorch\s*::\s*Library\b|\bRegisterOperators\b|torch/library\.h"
 )
 """C++ that runs PyTorch's ops out of the op recorder's sight: it changes the thread's dispatch
 keys, calls the dispatcher itself or an op's per-backend kernel past it (``at::cpu::add``, and
-the headers that declare them), or starts a thread or a process (see
+the headers that declare them), registers a kernel of its own for an op (``TORCH_LIBRARY_IMPL``,
+``torch::Library``: the recorder calls a seen op with its mode popped, so ATen inside that
+kernel reaches no mode), or starts a thread or a process (see
 :data:`upskills.verify.libraries.HIDING_NAMES`, the fence behind this rule)."""
 
 CPP_PYTHON_CALLS = re.compile(
@@ -90,7 +93,7 @@ def cpp_issues(text: str) -> list[tuple[str, str]]:
             (
                 f"(b) the C++ source uses {hidden.group(0).strip()!r}: PyTorch's ops run there "
                 "out of the op recorder's sight (dispatch keys changed, past the dispatcher, "
-                "or on a thread or process of its own)",
+                "inside a kernel registered for an op, or on a thread or process of its own)",
                 "hidden_ops",
             )
         )
