@@ -9,6 +9,7 @@ on 2026-12-05; the end-to-end attacks through a real extension are in ``test_loa
 from __future__ import annotations
 
 import types
+import warnings
 
 import torch
 
@@ -116,8 +117,6 @@ def test_unseen_ops_join_the_trials_log_and_unseen_compute_fails_at_once():
 def test_a_profile_switched_off_and_another_on_is_found_out():
     """A forward that ended the verifier's profile and began its own would hand back only the
     ops after the switch; the profile's first scope, drawn with its mark, is then missing."""
-    import warnings
-
     from torch.autograd import profiler_legacy
 
     with shadow_profile() as honest:
@@ -193,3 +192,21 @@ def test_compute_inside_an_allowed_ops_replaced_kernel_is_found():
             lib._destroy()
 
     assert ("add", "sum", 4096) in _smuggled(small_forward)
+
+    # and a 2-element add whose kernel adds 4096 elements: the same op, another size
+    def add_kernel(a: torch.Tensor, b: torch.Tensor, alpha: object = 1) -> torch.Tensor:
+        out = torch.empty(X.shape)
+        torch.ops.aten.add.out(X, Y, out=out)  # another overload: PyTorch's own kernel
+        return out[: a.numel()].clone()
+
+    def same_op_forward() -> None:
+        lib = torch.library.Library("aten", "IMPL")  # noqa: TID251 - the attack under test
+        try:
+            with warnings.catch_warnings():  # "Overriding a previously registered kernel"
+                warnings.simplefilter("ignore")
+                lib.impl("add.Tensor", add_kernel, "CPU")
+            torch.add(X[:2], Y[:2])
+        finally:
+            lib._destroy()
+
+    assert ("add", "add", 4096) in _smuggled(same_op_forward)

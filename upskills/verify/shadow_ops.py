@@ -196,11 +196,11 @@ def smuggled_ops(events: list[Any], mark: str) -> list[tuple[str, str, int]]:
         if op == event.name or op in passing or (n := _elements(event)) <= SMALL_NUMEL:
             continue
         scope = _nearest_mark(event, mark)
-        if scope is None:
+        if scope is None or event.cpu_parent is scope:  # outside marks, or the seen op itself
             continue
         seen_op, _, seen_elements = scope.name.removeprefix(mark + ":").rpartition(":")
         small = seen_elements.isdigit() and int(seen_elements) <= SMALL_NUMEL
-        if seen_op != op and (seen_op in passing or small):
+        if seen_op in passing or small:
             found.append((op, seen_op, n))
     return found
 
