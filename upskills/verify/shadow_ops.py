@@ -196,11 +196,13 @@ def smuggled_ops(events: list[Any], mark: str) -> list[tuple[str, str, int]]:
         if op == event.name or op in passing or (n := _elements(event)) <= SMALL_NUMEL:
             continue
         scope = _nearest_mark(event, mark)
-        if scope is None or event.cpu_parent is scope:  # outside marks, or the seen op itself
+        if scope is None:
             continue
         seen_op, _, seen_elements = scope.name.removeprefix(mark + ":").rpartition(":")
-        small = seen_elements.isdigit() and int(seen_elements) <= SMALL_NUMEL
-        if seen_op in passing or small:
+        seen_n = int(seen_elements) if seen_elements.isdigit() else None
+        if event.cpu_parent is scope and op == seen_op and seen_n is not None and n <= seen_n:
+            continue  # the seen op's own event
+        if seen_op in passing or (seen_n is not None and seen_n <= SMALL_NUMEL):
             found.append((op, seen_op, n))
     return found
 
