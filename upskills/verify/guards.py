@@ -35,13 +35,13 @@ ALLOWED_OPS = frozenset(
     slice select split split_with_sizes chunk narrow unbind flatten unflatten view_as
     view_as_real view_as_complex diagonal movedim _conj resolve_conj resolve_neg _neg_view
     is_same_size is_nonzero _has_compatible_shallow_copy_type record_stream sym_size sym_stride
-    sym_numel sym_storage_offset""".split()
+    sym_numel sym_storage_offset unfold is_pinned""".split()
 )
 """Allocation, views and metadata: never the main work."""
 
 DATA_MOVEMENT_OPS = frozenset(
     """clone copy_ _to_copy to contiguous _copy_from _copy_from_and_resize copy cat stack
-    fill_ zero_ fill constant_pad_nd""".split()
+    fill_ zero_ fill constant_pad_nd pin_memory _pin_memory""".split()
 )
 """Copies, casts and fills: allowed unless the reference itself does its work with them."""
 
