@@ -425,13 +425,14 @@ def make_op_recorder(log: OpLog, state: LaunchState, mark: str | None = None) ->
         ) -> Any:
             kwargs = kwargs or {}
             name: str = func._overloadpacket.__name__
+            inputs = _max_numel((args, kwargs))
             if mark is not None:
-                with record_function(f"{mark}:{name}:{_max_numel((args, kwargs))}"):
+                with record_function(f"{mark}:{name}:{inputs}"):
                     out = func(*args, **kwargs)
             else:
                 out = func(*args, **kwargs)
             if state.depth == 0 or _candidate_code_in_launch(state):
-                log.ops.append(OpRecord(name, max(_max_numel((args, kwargs)), _max_numel(out))))
+                log.ops.append(OpRecord(name, max(inputs, _max_numel(out))))
             return out
 
     return OpRecorder()

@@ -310,16 +310,11 @@ def symbol_rule(name: str, triton_helper: bool = False) -> str | None:
     return None
 
 
-def denied_imports(pid: int, uid: int) -> list[str]:
-    """``object: symbol`` for each denied symbol a candidate-made object in ``pid`` imports.
-
-    ``uid`` is the candidate process's user.
-    """
-    return [hit for _, hit in import_hits(pid, uid)]
-
-
 def import_hits(pid: int, uid: int) -> list[tuple[str, str]]:
-    """``(guard, "object: symbol")`` for each denied import (see :func:`symbol_rule`)."""
+    """``(guard, "object: symbol")`` for each denied import of a candidate-made object.
+
+    ``pid``: the candidate's process; ``uid``: its user. Guards: :func:`symbol_rule`.
+    """
     hits: list[tuple[str, str]] = []
     for path, readable in sorted(mapped_objects(pid, uid).items()):
         try:
