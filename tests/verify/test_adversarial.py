@@ -2415,3 +2415,38 @@ def test_pytorch_after_the_trials_is_caught_by_the_late_trial(add_task):
     assert unguarded.passed, unguarded.message  # the hole, with the late trial off
     assert not guarded.passed and guarded.guard == "torch_compute", guarded.message
     assert "the trial after every other call" in guarded.message
+
+
+# Found 2026-12-05 (thirty-first session's review), not mended: the trials' watchers (the op
+# recorder, the shadow profile) cost each op of forward ~20-30 us of host time, and the timed
+# calls have none. A forward that times one torch.empty(1) knows which it is in
+# (benchmarks/verifier_v2/watch_probe.py: on CPU, inside the judge's trials, its probe read
+# "watched" in every trial; bare, 0.7% of single probes read above the cut). Watched, it runs
+# its own kernel; bare, PyTorch's add beside a launch of nothing. The late trial is watched too.
+WATCH_AWARE_ADD = GOOD_ADD.replace(
+    "    def forward(self, x, y):\n",
+    "    def forward(self, x, y):\n"
+    "        best = 1.0\n"
+    "        for _ in range(3):\n"
+    "            t0 = time.perf_counter()\n"
+    "            torch.empty(1)\n"
+    "            best = min(best, time.perf_counter() - t0)\n"
+    "        if best < 10e-6:  # no watcher's cost: a timed call, PyTorch does the work\n"
+    "            out = torch.empty_like(x)\n"
+    "            add_kernel[(1,)](x, y, out, 0, BLOCK=16)  # a launch of its own, of nothing\n"
+    "            return x + y\n",
+).replace("import torch\n", "import time\n\nimport torch\n", 1)
+
+
+@pytest.mark.gpu
+@pytest.mark.xfail(
+    strict=True,
+    reason="not mended (verifier.md, 'A forward that knows when it is watched'): a timed "
+    "call's output is checked, not how it was made",
+)
+def test_a_forward_that_knows_when_it_is_watched_is_refused(add_task):
+    options = CheckOptions(seeds=1, timeout_s=300, baselines=False, random_shape=False)
+    with Verifier("cuda", options) as verifier:
+        cheat = verifier.check(add_task, WATCH_AWARE_ADD)
+    print(cheat.passed, cheat.guard, cheat.message, cheat.timing)
+    assert not cheat.passed, cheat.message
