@@ -147,11 +147,15 @@ def row_from(row: dict[str, Any], verdict: dict[str, Any]) -> dict[str, Any]:
     timing = verdict.get("timing") or {}
     row = row | {
         "passed": verdict.get("passed"),
+        "guard": verdict.get("guard"),
+        "message": None if verdict.get("passed") else str(verdict.get("message", ""))[:600],
         "speedup": new,
         "speedup_compile": verdict.get("speedup_compile"),
         "gpu": verdict.get("gpu"),
         "median_ms": timing.get("median_ms"),
         "clock_ms": timing.get("clock_ms"),
+        # the watched trials' GPU busy time the median was judged against (watched_speed.py)
+        "watched_busy_ms": timing.get("watched_busy_ms"),
         "eager_ms": ((verdict.get("baselines") or {}).get("eager") or {}).get("median_ms"),
         "candidate_hash": verdict.get("candidate_hash"),
         # where a re-check's time goes (the judge's stages, the baselines)

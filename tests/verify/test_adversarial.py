@@ -475,7 +475,8 @@ def test_attack_is_caught_on_cpu(verifier, tasks, name, task_key, source, classe
 
 def test_honest_kernels_still_pass(verifier, tasks):
     assert verifier.check(tasks["add"], GOOD_ADD).passed
-    assert verifier.check(tasks["row_sum"], GOOD_ROW_SUM).passed
+    row_sum = verifier.check(tasks["row_sum"], GOOD_ROW_SUM)
+    assert row_sum.passed, row_sum.message
     # the softmax with max-subtraction passes the same adversarial ("large") inputs
     stable = NAIVE_SOFTMAX.replace("SHIFT", "tl.max(x, axis=0)")
     verdict = verifier.check(tasks["softmax"], stable)
@@ -2423,30 +2424,57 @@ def test_pytorch_after_the_trials_is_caught_by_the_late_trial(add_task):
 # (benchmarks/verifier_v2/watch_probe.py: on CPU, inside the judge's trials, its probe read
 # "watched" in every trial; bare, 0.7% of single probes read above the cut). Watched, it runs
 # its own kernel; bare, PyTorch's add beside a launch of nothing. The late trial is watched too.
-WATCH_AWARE_ADD = GOOD_ADD.replace(
-    "    def forward(self, x, y):\n",
-    "    def forward(self, x, y):\n"
-    "        best = 1.0\n"
-    "        for _ in range(3):\n"
-    "            t0 = time.perf_counter()\n"
-    "            torch.empty(1)\n"
-    "            best = min(best, time.perf_counter() - t0)\n"
-    "        if best < 10e-6:  # no watcher's cost: a timed call, PyTorch does the work\n"
-    "            out = torch.empty_like(x)\n"
-    "            add_kernel[(1,)](x, y, out, 0, BLOCK=16)  # a launch of its own, of nothing\n"
-    "            return x + y\n",
-).replace("import torch\n", "import time\n\nimport torch\n", 1)
+WATCH_AWARE_ADD = (
+    GOOD_ADD.replace(
+        "    def forward(self, x, y):\n",
+        "    def forward(self, x, y):\n"
+        "        best = 1.0\n"
+        "        for _ in range(3):\n"
+        "            t0 = time.perf_counter()\n"
+        "            torch.empty(1)\n"
+        "            best = min(best, time.perf_counter() - t0)\n"
+        "        if best < 10e-6:  # no watcher's cost: a timed call, PyTorch does the work\n"
+        "            out = torch.empty_like(x)\n"
+        "            add_kernel[(1,)](x, y, out, 0, BLOCK=16)  # a launch of its own, of nothing\n"
+        "            return x + y\n",
+    )
+    # watched, its own kernel is slow: the add done 20 times over
+    .replace(
+        "        add_kernel[(triton.cdiv",
+        "        for _ in range(20):\n            add_kernel[(triton.cdiv",
+    )
+    .replace("import torch\n", "import time\n\nimport torch\n", 1)
+)
 
 
 @pytest.mark.gpu
-@pytest.mark.xfail(
-    strict=True,
-    reason="not mended (verifier.md, 'A forward that knows when it is watched'): a timed "
-    "call's output is checked, not how it was made",
-)
 def test_a_forward_that_knows_when_it_is_watched_is_refused(add_task):
+    """Found on CPU 2026-12-05 (``verifier.md``, "A forward that knows when it is watched"): a
+    forward that reads the watchers' cost with its own clock runs its own, slow kernel in the
+    trials and PyTorch's ``x + y`` in the timed calls. The watched trials' kernels took ~20x the
+    timed median: refused. (Its twin whose own kernel is as fast as PyTorch's gains nothing, and
+    is timed at what its own kernel runs at.)"""
     options = CheckOptions(seeds=1, timeout_s=300, baselines=False, random_shape=False)
     with Verifier("cuda", options) as verifier:
         cheat = verifier.check(add_task, WATCH_AWARE_ADD)
     print(cheat.passed, cheat.guard, cheat.message, cheat.timing)
     assert not cheat.passed, cheat.message
+    assert cheat.guard == "timed_result" and "not watched" in cheat.message, cheat.message
+
+
+@pytest.mark.gpu
+def test_an_honest_kernels_timed_speed_is_explained_by_its_watched_kernels(add_task):
+    """The rule's other half: CUPTI recorded the trials' kernels, and an honest kernel's timed
+    median is at least its watched busy time's share."""
+    from upskills.verify.watched_speed import WATCHED_SHARE
+
+    options = CheckOptions(seeds=2, timeout_s=300, baselines=False, random_shape=False)
+    with Verifier("cuda", options) as verifier:
+        verdict = verifier.check(add_task, GOOD_ADD)
+    assert verdict.passed, verdict.message
+    timing = verdict.timing
+    assert timing is not None and timing.watched_busy_ms is not None, verdict.notes
+    print("median", timing.median_ms, "watched busy", timing.watched_busy_ms)
+    busy = [v.gpu_busy_ms for v in verdict.variants if v.variant == "main"]
+    assert all(b is not None and b > 0 for b in busy), busy
+    assert timing.median_ms >= WATCHED_SHARE * timing.watched_busy_ms

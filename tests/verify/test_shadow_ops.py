@@ -11,10 +11,22 @@ from __future__ import annotations
 import types
 import warnings
 
+import pytest
 import torch
 
+from upskills.verify import shadow_ops
 from upskills.verify.guards import LaunchState, OpLog, make_op_recorder
 from upskills.verify.shadow_ops import shadow_profile
+
+
+@pytest.fixture(autouse=True, params=["legacy", "kineto"])
+def profiler(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Every test with the legacy profiler (CPU trials) and with Kineto's (a GPU trial's, whose
+    CUDA half this machine cannot run: the op events and their tree are the same code)."""
+    if request.param == "kineto":
+        real = shadow_ops._profiler  # pyright: ignore[reportPrivateUsage]
+        monkeypatch.setattr(shadow_ops, "_profiler", lambda gpu, kineto: real(gpu, True))
+    return request.param
 
 
 def _unseen(forward) -> tuple[list[tuple[str, int]], list[str]]:
@@ -114,7 +126,7 @@ def test_unseen_ops_join_the_trials_log_and_unseen_compute_fails_at_once():
     assert "aten::add, aten::mul where the op recorder could not see it" in str(failed.value)
 
 
-def test_a_profile_switched_off_and_another_on_is_found_out():
+def test_a_profile_switched_off_and_another_on_is_found_out(profiler: str):
     """A forward that ended the verifier's profile and began its own would hand back only the
     ops after the switch; the profile's first scope, drawn with its mark, is then missing."""
     from torch.autograd import profiler_legacy
@@ -123,10 +135,15 @@ def test_a_profile_switched_off_and_another_on_is_found_out():
         torch.add(X, Y)
     assert honest.intact
     with shadow_profile() as shadow:
-        torch.autograd._disable_profiler_legacy()  # pyright: ignore[reportPrivateUsage]
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            profiler_legacy.profile().__enter__()  # pyright: ignore[reportDeprecated]
+        if profiler == "legacy":
+            torch.autograd._disable_profiler_legacy()  # pyright: ignore[reportPrivateUsage]
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                profiler_legacy.profile().__enter__()  # pyright: ignore[reportDeprecated]
+        else:
+            torch.autograd._disable_profiler()  # pyright: ignore[reportPrivateUsage]
+            activities = [torch.profiler.ProfilerActivity.CPU]
+            torch.profiler.profile(activities=activities, record_shapes=True).__enter__()
         torch.add(X, Y)
     assert not shadow.intact
 

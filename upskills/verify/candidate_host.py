@@ -320,6 +320,8 @@ class CandidateHost(TimingRequests):
         self.model: Any = None
         self.graph: Any = None
         """(graph, its output, the inputs it reads) after a ``capture`` bulk request."""
+        self.gpu_busy_ms: float | None = None
+        """The GPU's busy time in the last trial's forward (:mod:`.watched_speed`)."""
 
     def _sync(self) -> None:
         if self.device.startswith("cuda"):
@@ -334,9 +336,12 @@ class CandidateHost(TimingRequests):
         shadow = Shadow()
         recorder = make_op_recorder(log, self.watch.counter.state, mark=shadow.mark)
         check_modes_left(mode_depths(), VerdictStage.CORRECTNESS, self.display, self.watch.modes)
+        gpu = self.device.startswith("cuda")
         self.watch.active = True
         try:
-            with torch.no_grad(), shadow_profile(shadow), recorder:
+            if gpu:  # nothing of the judge's still running when the GPU's profile begins
+                self._sync()
+            with torch.no_grad(), shadow_profile(shadow, gpu=gpu), recorder:
                 before = mode_depths()
                 out = self.model(*inputs)
                 check_modes_left(before, VerdictStage.CORRECTNESS, self.display)
@@ -351,6 +356,7 @@ class CandidateHost(TimingRequests):
         finally:
             self.watch.active = False
         judge_shadow(shadow, log, self.display)
+        self.gpu_busy_ms = shadow.gpu_busy_ms
         try:
             self._sync()
         except Exception as exc:  # noqa: BLE001 - a kernel failed asynchronously on the GPU
@@ -415,6 +421,7 @@ class CandidateHost(TimingRequests):
             threads_started=self.watch.threads_started + len(live_threads() - self.watch.threads),
             library_changes=self.watch.library_changes(),
             default_dtype=dtype_name(__import__("torch").get_default_dtype()),
+            gpu_busy_ms=self.gpu_busy_ms,
         )
         structure, items = flatten_any(out)
         done.structure = structure

@@ -49,6 +49,7 @@ from upskills.verify.protocol import (
 from upskills.verify.shapes import PlannedVariant, ShapeError, draw_random, shrink_for_cpu
 from upskills.verify.transport import SharedArena, buffer_like, clone_tree, export_args
 from upskills.verify.verdict import ErrorClass, FlushMode, Timing, VariantResult, VerdictStage
+from upskills.verify.watched_speed import check_watched_speed
 from upskills.verify.worker import StageFailure, environment
 
 CPU_NOTE = (
@@ -358,6 +359,7 @@ class Judge:
             raise self.fail_from(reply.failure)
         check_guards(reply, ref_work, where, self.job.display)
         result = VariantResult(variant=name, seed=seed, domain=domain, passed=True)
+        result.gpu_busy_ms = reply.gpu_busy_ms
         if prepared.plan.drawn:
             result.shape = dict(prepared.plan.globals)
         problem = output_problem(reply, structure, ref_items, where, self.job.display)
@@ -445,6 +447,8 @@ class Judge:
             self._check_process()  # again: a library loaded only once the timing began
         if self.result.passed and self.job.late_trial:
             late_trial(self, current)
+        if self.result.passed:
+            check_watched_speed(self.result, current.plan.name, self.job.display)
         return self.result
 
     def _check_process(self) -> None:

@@ -301,6 +301,8 @@ def symbol_rule(name: str, triton_helper: bool = False) -> str | None:
     parts = nested_names(name)
     if parts[:1] in (["at"], ["c10"], ["torch"]) and HIDING_NAMES.intersection(parts[1:]):
         return "hidden_ops"
+    if name.startswith("cupti") or parts[:1] == ["libkineto"]:
+        return "hidden_ops"  # the GPU half of the shadow profile switched off (watched_speed.py)
     if _backend_op(parts):
         return "hidden_ops"
     if parts[:3] == ["std", "thread", "_M_start_thread"]:

@@ -307,6 +307,8 @@ class TrialDone(_Message):
     library_changes: list[str] = Field(default_factory=list)
     """Library functions that were replaced (found after the call)."""
     default_dtype: str = "float32"
+    gpu_busy_ms: float | None = None
+    """How long the GPU ran kernels and copies during the watched forward (CUPTI; None on CPU)."""
 
 
 class TimeDone(_Message):

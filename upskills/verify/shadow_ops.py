@@ -73,6 +73,11 @@ class Shadow:
         """Did the events come from the profile this block began?"""
         return any(event.name == self.start for event in self.events)
 
+    @property
+    def gpu_busy_ms(self) -> float | None:
+        """The GPU's busy time in the block, from its kernels and copies (None: none recorded)."""
+        return gpu_busy_ms(self.events)
+
     def unseen(self) -> list[tuple[str, int]]:
         """``(op, elements)`` for each aten op that ran without reaching the op recorder.
 
@@ -83,20 +88,27 @@ class Shadow:
 
 
 @contextmanager
-def shadow_profile(shadow: Shadow | None = None) -> Generator[Shadow]:
+def shadow_profile(
+    shadow: Shadow | None = None, *, gpu: bool = False, kineto: bool = False
+) -> Generator[Shadow]:
     """Profile the block with the legacy CPU profiler (RecordFunction, this thread only).
 
     ``shadow``: the one whose :attr:`Shadow.mark` the op recorder was made with (a new one
     when the recorder is made inside the block).
 
+    ``gpu``: the Kineto profiler, with the GPU's kernels and copies as well (CUPTI), so the
+    shadow also says how long the GPU was busy (:attr:`Shadow.gpu_busy_ms`,
+    :mod:`upskills.verify.watched_speed`). Two profilers cannot run on one thread at once, so on
+    a GPU this one takes the legacy profiler's place; ``kineto`` does so on CPU (tests).
+
     ``torch.autograd.profiler_legacy`` is marked deprecated (torch 2.13) and still works there
-    and in torch 2.11; where it is gone, the Kineto profiler (CPU events only) takes its place,
-    which prints two lines to the candidate's stderr at each start and stop.
+    and in torch 2.11; where it is gone, the Kineto profiler (CPU events only) takes its place.
+    Kineto prints two lines to the candidate's stderr at each start and stop.
     """
     from torch.autograd.profiler import record_function
 
     shadow = shadow if shadow is not None else Shadow()
-    prof = _profiler()
+    prof = _profiler(gpu=gpu, kineto=kineto)
     with prof:
         with record_function(shadow.start):
             pass
@@ -105,18 +117,41 @@ def shadow_profile(shadow: Shadow | None = None) -> Generator[Shadow]:
     shadow.events = list(events if events is not None else prof.events())
 
 
-def _profiler() -> Any:
+def _profiler(gpu: bool, kineto: bool) -> Any:
     import warnings
 
+    from torch.profiler import ProfilerActivity, profile
+
+    activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if gpu else [])
     try:
         from torch.autograd import profiler_legacy
     except ImportError:
-        from torch.profiler import ProfilerActivity, profile
-
-        return profile(activities=[ProfilerActivity.CPU])
+        profiler_legacy = None
+    if gpu or kineto or profiler_legacy is None:
+        return profile(activities=activities, record_shapes=True)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # its deprecation notice, in the candidate's stderr
         return profiler_legacy.profile(record_shapes=True)  # pyright: ignore[reportDeprecated]
+
+
+def gpu_busy_ms(events: list[Any]) -> float | None:
+    """The union of the GPU events' time ranges, in ms (None where there is no GPU event)."""
+    spans = sorted(
+        (e.time_range.start, e.time_range.end)
+        for e in events
+        if getattr(getattr(e, "device_type", None), "name", None) == "CUDA"
+    )
+    return None if not spans else busy_us(spans) / 1000.0
+
+
+def busy_us(spans: list[tuple[float, float]]) -> float:
+    """Length of the union of ``(start, end)`` spans, given sorted by start."""
+    total, end = 0.0, float("-inf")
+    for lo, hi in spans:
+        if hi > end:
+            total += hi - max(lo, end)
+            end = hi
+    return total
 
 
 def unseen_ops(events: list[Any], mark: str) -> list[tuple[str, int]]:

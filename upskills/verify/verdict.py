@@ -89,6 +89,9 @@ class VariantResult(BaseModel):
     """Absolute tolerance applied."""
     rtol: float | None = None
     """Relative tolerance applied."""
+    gpu_busy_ms: float | None = None
+    """How long the GPU ran kernels and copies during this trial's forward, watched (CUPTI;
+    None on CPU): the timed speed must be explained by it (:mod:`upskills.verify.watched_speed`)."""
 
 
 FlushMode = Literal["write", "read"]
@@ -116,6 +119,9 @@ class Timing(BaseModel):
     """Number of timed calls."""
     spread: float
     """(p90 - p10) / median: relative spread."""
+    watched_busy_ms: float | None = None
+    """The least GPU busy time of the timed variant's watched trials (None: not recorded), beside
+    which the median was judged (:mod:`upskills.verify.watched_speed`)."""
     clock_ms: float | None = None
     """Per call over back-to-back calls on the judge's own clock (the clock check; CUDA-graph
     replays when the calls were host-bound), beside the events' median; None for baselines."""

@@ -1,0 +1,94 @@
+"""The timed speed must be explained by the GPU time of the watched trials' kernels.
+
+The rule's GPU half (CUPTI's kernel spans, a forward that switches when not watched) is tested
+on the GPU in ``test_adversarial.py``; here, the arithmetic on spans and the judge's decision.
+"""
+
+from __future__ import annotations
+
+import types
+
+import pytest
+
+from upskills.verify.judge import JudgeResult
+from upskills.verify.shadow_ops import busy_us, gpu_busy_ms
+from upskills.verify.timing import summarize
+from upskills.verify.verdict import VariantResult
+from upskills.verify.watched_speed import (
+    WATCHED_SHARE,
+    check_watched_speed,
+    least_busy_ms,
+    unexplained_speed,
+)
+from upskills.verify.worker import StageFailure
+
+
+def _event(device: str, start_us: float, end_us: float) -> types.SimpleNamespace:
+    return types.SimpleNamespace(
+        device_type=types.SimpleNamespace(name=device),
+        time_range=types.SimpleNamespace(start=start_us, end=end_us),
+    )
+
+
+def test_busy_time_is_the_union_of_the_gpu_spans_not_their_sum():
+    # two kernels overlapping on two streams, one after a gap, one inside another
+    assert busy_us([(0.0, 10.0), (5.0, 15.0), (20.0, 25.0)]) == 20.0
+    assert busy_us([(0.0, 10.0), (2.0, 3.0)]) == 10.0
+    assert busy_us([]) == 0.0
+
+
+def test_only_gpu_events_count_and_none_means_none_were_recorded():
+    events = [
+        _event("CPU", 0.0, 1000.0),
+        _event("CUDA", 100.0, 150.0),
+        _event("CUDA", 140.0, 200.0),
+    ]
+    assert gpu_busy_ms(events) == pytest.approx(0.1)
+    assert gpu_busy_ms([_event("CPU", 0.0, 1000.0)]) is None
+
+
+def test_a_timed_median_well_under_the_watched_kernels_time_is_unexplained():
+    why = unexplained_speed(0.05, 1.0)
+    assert why is not None and "0.05x" in why
+    assert unexplained_speed(WATCHED_SHARE * 1.0 + 0.001, 1.0) is None
+    assert unexplained_speed(1.3, 1.0) is None  # slower when timed: launch gaps, a flushed L2
+    assert unexplained_speed(0.05, None) is None  # nothing recorded (CPU): nothing to judge
+
+
+def test_launch_bound_calls_get_a_few_microseconds_of_slack():
+    assert unexplained_speed(0.0005, 0.002) is None
+    assert unexplained_speed(0.0005, 0.010) is not None
+
+
+def _trial(variant: str, busy: float | None, passed: bool = True) -> VariantResult:
+    return VariantResult(variant=variant, seed=0, passed=passed, gpu_busy_ms=busy)
+
+
+def test_the_least_busy_passed_trial_of_the_timed_variant_is_the_one_judged():
+    trials = [
+        _trial("main", 1.0),
+        _trial("main", 0.6),
+        _trial("main", 0.1, passed=False),
+        _trial("small", 0.01),
+        _trial("main", None),
+    ]
+    assert least_busy_ms(trials, "main") == 0.6
+    assert least_busy_ms(trials, "other") is None
+    result = JudgeResult(passed=True, variants=trials, timing=summarize([0.5, 0.5, 0.5]))
+    check_watched_speed(result, "main", "k.py")
+    assert result.timing is not None and result.timing.watched_busy_ms == 0.6
+    result.timing = summarize([0.1, 0.1, 0.1])
+    with pytest.raises(StageFailure) as refused:
+        check_watched_speed(result, "main", "k.py")
+    assert refused.value.guard == "timed_result"
+    assert "not watched" in str(refused.value)
+
+
+def test_a_gpu_check_whose_trials_recorded_no_gpu_time_says_so():
+    result = JudgeResult(passed=True, variants=[_trial("main", None)], timing=summarize([0.1]))
+    check_watched_speed(result, "main", "k.py")
+    assert result.timing is not None and result.timing.watched_busy_ms is None
+    assert any("recorded no GPU activity" in note for note in result.notes)
+    cpu = JudgeResult(passed=True, variants=[_trial("main", None)])
+    check_watched_speed(cpu, "main", "k.py")  # no timing (CPU): nothing to say
+    assert cpu.notes == []

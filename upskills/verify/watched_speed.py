@@ -1,0 +1,87 @@
+"""The timed speed must be explained by the kernels the watched trials ran (guard (c)).
+
+The trials run ``forward`` under the op recorder and the shadow profile; the timed calls run it
+bare, and their outputs are checked, not how they were made. Both watchers cost each op host
+time, and a forward can read that with its own clock (``time.perf_counter`` around
+``torch.empty(1)``: ~2 us bare, 20-30 us watched; found 2026-12-05,
+``benchmarks/verifier_v2/watch_probe.py``). Such a forward runs its own kernel when watched and
+PyTorch's when timed, and is credited with PyTorch's speed.
+
+So on a GPU the shadow profile also records the GPU's kernels and copies (CUPTI, through the
+Kineto profiler), and each trial reports how long the GPU was busy in its forward
+(:attr:`~upskills.verify.verdict.VariantResult.gpu_busy_ms`). A timed median well below the least
+of the main variant's busy times means the timed calls did not run what the trials ran: the
+forward computes differently when it is not watched. The rule catches the switch only where it
+gains: a timed call no faster than the watched kernels is timed fairly whatever it runs.
+
+Why a share and a slack, not equality: the timed calls follow an L2 flush and are timed with
+events on one stream; a watched trial reads warm inputs and its kernels are timed by CUPTI. Both
+make the watched kernels the faster of the two, so an honest forward's timed median sits at or
+above its busy time (the event pair adds the launch gaps). What can make an honest watched
+trial slower is a GPU clock still ramping up, a first launch's cold caches or kernels of the
+forward that overlap on two streams (the busy time is the union of their spans, not the sum):
+:data:`WATCHED_SHARE` leaves room for those.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from upskills.verify.verdict import ErrorClass, VariantResult, VerdictStage
+from upskills.verify.worker import StageFailure
+
+if TYPE_CHECKING:
+    from upskills.verify.judge import JudgeResult
+
+WATCHED_SHARE = 0.8
+"""A timed median under this share of the watched trials' least busy time is refused."""
+WATCHED_SLACK_MS = 0.002
+"""And the difference must exceed this (a few microseconds of a launch-bound call's noise)."""
+
+
+def least_busy_ms(variants: list[VariantResult], variant: str) -> float | None:
+    """The least GPU busy time among the passed trials of ``variant`` (None: none recorded)."""
+    busy = [
+        r.gpu_busy_ms
+        for r in variants
+        if r.variant == variant and r.passed and r.gpu_busy_ms is not None
+    ]
+    return min(busy) if busy else None
+
+
+def unexplained_speed(median_ms: float, busy_ms: float | None) -> str | None:
+    """Why a timed median is not explained by the watched trials' busy time (None: it is)."""
+    if busy_ms is None or median_ms >= WATCHED_SHARE * busy_ms - WATCHED_SLACK_MS:
+        return None
+    return (
+        f"the timed calls took {median_ms:.4f} ms a call (median), but in the trials the GPU "
+        f"ran the forward's kernels for at least {busy_ms:.4f} ms "
+        f"({median_ms / busy_ms:.2f}x of that; under {WATCHED_SHARE:.2f}x is refused)"
+    )
+
+
+def check_watched_speed(result: JudgeResult, variant: str, display: str) -> None:
+    """Refuse a timed median the watched trials' kernels cannot explain.
+
+    The busy time it was judged against goes into the timing (``watched_busy_ms``); where no
+    trial recorded one on a GPU, a note says the rule was not applied.
+    """
+    timing = result.timing
+    if timing is None:
+        return
+    busy = least_busy_ms(result.variants, variant)
+    timing.watched_busy_ms = busy
+    if busy is None:
+        result.notes.append(
+            "the watched trials recorded no GPU activity (CUPTI): the timed speed was not "
+            "checked against their kernels"
+        )
+    why = unexplained_speed(timing.median_ms, busy)
+    if why is not None:
+        raise StageFailure(
+            ErrorClass.GUARD,
+            VerdictStage.TIMING,
+            f"{display}: guard (c) {why}: the forward computes differently when it is not "
+            "watched, and its speed must be its own kernels'",
+            guard="timed_result",
+        )
