@@ -141,6 +141,11 @@ def base_row(folder: Path, gpu: str) -> tuple[dict[str, Any], str, str | None]:
     return row, spec, end.best_kernel_source
 
 
+def _ends(text: str, head: int = 400, tail: int = 1600) -> str:
+    """A failure's message, its middle cut: a traceback's last lines say what went wrong."""
+    return text if len(text) <= head + tail else f"{text[:head]} [...] {text[-tail:]}"
+
+
 def row_from(row: dict[str, Any], verdict: dict[str, Any]) -> dict[str, Any]:
     """The row of a re-check: the new verdict's numbers beside the recorded speedup."""
     new = verdict.get("speedup_eager")
@@ -148,7 +153,7 @@ def row_from(row: dict[str, Any], verdict: dict[str, Any]) -> dict[str, Any]:
     row = row | {
         "passed": verdict.get("passed"),
         "guard": verdict.get("guard"),
-        "message": None if verdict.get("passed") else str(verdict.get("message", ""))[:600],
+        "message": None if verdict.get("passed") else _ends(str(verdict.get("message", ""))),
         "speedup": new,
         "speedup_compile": verdict.get("speedup_compile"),
         "gpu": verdict.get("gpu"),

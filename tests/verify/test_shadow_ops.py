@@ -227,3 +227,22 @@ def test_compute_inside_an_allowed_ops_replaced_kernel_is_found():
             lib._destroy()
 
     assert ("add", "add", 4096) in _smuggled(same_op_forward)
+
+
+def test_a_forward_reading_elements_one_by_one_is_stopped_at_the_limit():
+    """A trial's recorder stops a Python fallback at its 65th element, before the profile of a
+    million more would have to be read (found on the H100, 2026-12-05: 1M ``float(x[i])`` under
+    Kineto's profile ran past the test's 150 s)."""
+    from upskills.verify.guards import ScalarFallback
+
+    log = OpLog(scalar_limit=64)
+    read: list[float] = []
+    with pytest.raises(ScalarFallback), shadow_profile() as shadow:
+        with make_op_recorder(log, LaunchState(), mark=shadow.mark):
+            for v in X:
+                read.append(float(v))
+    assert len(read) == 64 and log.scalars == 65
+    unlimited = OpLog()
+    with make_op_recorder(unlimited, LaunchState()):
+        [float(v) for v in X[:100]]
+    assert unlimited.scalars == 100

@@ -21,7 +21,7 @@ import types
 from pathlib import Path
 from typing import Any, cast
 
-from upskills.verify import dispatch_table, l2_fence, transport
+from upskills.verify import dispatch_table, guards, l2_fence, transport
 from upskills.verify.build_locks import clear_stale_locks, source_extensions_root
 from upskills.verify.candidate_timing import (
     TimingRequests,
@@ -30,8 +30,9 @@ from upskills.verify.candidate_timing import (
     own_attributes,
     plain_tensor,
 )
-from upskills.verify.guards import LaunchCounter, OpLog
+from upskills.verify.guards import SMALL_NUMEL, LaunchCounter, OpLog, ScalarFallback
 from upskills.verify.interface import mismatch, signature_problem
+from upskills.verify.judge_rules import python_fallback
 from upskills.verify.library_snapshot import LibrarySnapshot, live_threads
 from upskills.verify.modes import (
     check_modes_left,
@@ -320,8 +321,6 @@ class CandidateHost(TimingRequests):
         self.model: Any = None
         self.graph: Any = None
         """(graph, its output, the inputs it reads) after a ``capture`` bulk request."""
-        self.gpu_busy_ms: float | None = None
-        """The GPU's busy time in the last trial's forward (:mod:`.watched_speed`)."""
 
     def _sync(self) -> None:
         if self.device.startswith("cuda"):
@@ -330,23 +329,24 @@ class CandidateHost(TimingRequests):
     def _call(self, inputs: list[Any], log: OpLog) -> Any:
         import torch
 
-        from upskills.verify.guards import make_op_recorder
-
         self._collect(VerdictStage.CORRECTNESS)
         shadow = Shadow()
-        recorder = make_op_recorder(log, self.watch.counter.state, mark=shadow.mark)
+        recorder = guards.make_op_recorder(log, self.watch.counter.state, mark=shadow.mark)
         check_modes_left(mode_depths(), VerdictStage.CORRECTNESS, self.display, self.watch.modes)
-        gpu = self.device.startswith("cuda")
         self.watch.active = True
         try:
-            if gpu:  # nothing of the judge's still running when the GPU's profile begins
-                self._sync()
+            self._sync()  # nothing of the judge's still running when the GPU's profile begins
+            gpu = self.device.startswith("cuda")
             with torch.no_grad(), shadow_profile(shadow, gpu=gpu), recorder:
                 before = mode_depths()
                 out = self.model(*inputs)
                 check_modes_left(before, VerdictStage.CORRECTNESS, self.display)
+            if self.watch.scalars + log.scalars > SMALL_NUMEL:  # before the profile is read
+                raise ScalarFallback(self.watch.scalars + log.scalars)
         except StageFailure:
             raise
+        except ScalarFallback:
+            raise python_fallback(f"more than {SMALL_NUMEL}", self.display) from None
         except Exception as exc:  # noqa: BLE001 - the candidate's failure, classified
             raise StageFailure(
                 classify_exception(exc),
@@ -356,7 +356,7 @@ class CandidateHost(TimingRequests):
         finally:
             self.watch.active = False
         judge_shadow(shadow, log, self.display)
-        self.gpu_busy_ms = shadow.gpu_busy_ms
+        self.gpu_busy_ms: float | None = shadow.gpu_busy_ms  # (watched_speed.py)
         try:
             self._sync()
         except Exception as exc:  # noqa: BLE001 - a kernel failed asynchronously on the GPU
@@ -408,7 +408,7 @@ class CandidateHost(TimingRequests):
     def trial(self, req: Trial) -> TrialDone:
         """Run forward once; copy the outputs into the judge's buffers."""
         inputs = import_args(req.inputs)
-        log = OpLog()
+        log = OpLog(scalar_limit=SMALL_NUMEL)
         before = self.watch.counter.state.launches
         self.watch.scalars = 0
         self.watch.threads_started = 0

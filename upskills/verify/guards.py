@@ -317,6 +317,16 @@ class OpLog:
 
     ops: list[OpRecord] = field(default_factory=list[OpRecord])
     """In call order."""
+    scalars: int = 0
+    """``_local_scalar_dense`` calls among them (a tensor element read into Python)."""
+    scalar_limit: int | None = None
+    """More such calls than this raise :class:`ScalarFallback` at once (a trial's recorder:
+    a forward that reads a million elements one by one is a Python fallback by its 65th, and
+    the profile of the rest would take minutes to read)."""
+
+
+class ScalarFallback(Exception):
+    """A forward read more tensor elements into Python than its log's ``scalar_limit``."""
 
 
 def _max_numel(values: Any) -> int:
@@ -433,6 +443,10 @@ def make_op_recorder(log: OpLog, state: LaunchState, mark: str | None = None) ->
                 out = func(*args, **kwargs)
             if state.depth == 0 or _candidate_code_in_launch(state):
                 log.ops.append(OpRecord(name, max(inputs, _max_numel(out))))
+                if name == "_local_scalar_dense":
+                    log.scalars += 1
+                    if log.scalar_limit is not None and log.scalars > log.scalar_limit:
+                        raise ScalarFallback(log.scalars)
             return out
 
     return OpRecorder()

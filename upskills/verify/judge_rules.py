@@ -35,6 +35,21 @@ GUARD_LETTERS = {
 (d) no timing or library tricks, (e) no reaching the judge."""
 
 
+def python_fallback(count: str, display: str, where: str = "") -> StageFailure:
+    """Guard ``python_fallback``: ``count`` tensor elements were read into Python or NumPy.
+
+    The judge raises it from a trial's reply; the candidate's host, in the trial itself, from
+    the 65th element a forward reads one at a time (:class:`~upskills.verify.guards.OpLog`).
+    """
+    return StageFailure(
+        ErrorClass.GUARD,
+        VerdictStage.GUARDS,
+        f"{display}: guard (b) forward converted {count} tensor elements to Python/NumPy values "
+        "(a Python or NumPy fallback is not a kernel)" + (f" ({where})" if where else ""),
+        guard="python_fallback",
+    )
+
+
 def check_guards(reply: TrialDone, ref_work: set[str], where: str, display: str) -> None:
     """Run-time guards on what the candidate's process reported about one call."""
 
@@ -68,11 +83,7 @@ def check_guards(reply: TrialDone, ref_work: set[str], where: str, display: str)
         op.calls for op in reply.ops if op.name == "_local_scalar_dense"
     )
     if scalars > SMALL_NUMEL:
-        raise fire(
-            "python_fallback",
-            f"forward converted {scalars} tensor elements to Python/NumPy values (a Python "
-            "or NumPy fallback is not a kernel)",
-        )
+        raise python_fallback(str(scalars), display, where)
     bad: list[OpSeen] = []
     compute_total = 0
     for op in reply.ops:

@@ -57,7 +57,25 @@ class Shadow:
 
     def __init__(self) -> None:
         self.mark = MARK_PREFIX + secrets.token_hex(16)
-        self.events: list[Any] = []
+        self._events: list[Any] = []
+        self._profile: Any = None
+
+    @property
+    def events(self) -> list[Any]:
+        """The profile's events, read on first use.
+
+        Kineto's are read lazily: a trial that fails before its profile is judged does not
+        wait for millions of them to be read.
+        """
+        if self._profile is not None:
+            prof, self._profile = self._profile, None
+            found = getattr(prof, "function_events", None)  # the legacy profiler's
+            self._events = list(found if found is not None else prof.events())
+        return self._events
+
+    @events.setter
+    def events(self, events: list[Any]) -> None:
+        self._events, self._profile = events, None
 
     @property
     def start(self) -> str:
@@ -113,8 +131,7 @@ def shadow_profile(
         with record_function(shadow.start):
             pass
         yield shadow
-    events = getattr(prof, "function_events", None)  # the legacy profiler's
-    shadow.events = list(events if events is not None else prof.events())
+    shadow._profile = prof  # pyright: ignore[reportPrivateUsage]
 
 
 def _profiler(gpu: bool, kineto: bool) -> Any:

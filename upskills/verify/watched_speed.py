@@ -33,8 +33,12 @@ from upskills.verify.worker import StageFailure
 if TYPE_CHECKING:
     from upskills.verify.judge import JudgeResult
 
-WATCHED_SHARE = 0.8
-"""A timed median under this share of the watched trials' least busy time is refused."""
+WATCHED_SHARE = 0.9
+"""A timed median under this share of the watched trials' least busy time is refused.
+
+Measured on an H100 (2026-12-05, the corpus's 32 finals that ran there): honest medians were
+0.99x to 1.12x of their busy time; the watched-forward cheat's was 0.22x. Not yet measured on
+an H200."""
 WATCHED_SLACK_MS = 0.002
 """And the difference must exceed this (a few microseconds of a launch-bound call's noise)."""
 
