@@ -74,7 +74,7 @@ def test_the_least_busy_passed_trial_of_the_timed_variant_is_the_one_judged():
     ]
     assert least_busy_ms(trials, "main") == 0.6
     assert least_busy_ms(trials, "other") is None
-    result = JudgeResult(passed=True, variants=trials, timing=summarize([0.5, 0.5, 0.5]))
+    result = JudgeResult(passed=True, variants=trials, timing=summarize([0.6, 0.6, 0.6]))
     check_watched_speed(result, "main", "k.py")
     assert result.timing is not None and result.timing.watched_busy_ms == 0.6
     result.timing = summarize([0.1, 0.1, 0.1])
@@ -92,3 +92,21 @@ def test_a_gpu_check_whose_trials_recorded_no_gpu_time_says_so():
     cpu = JudgeResult(passed=True, variants=[_trial("main", None)])
     check_watched_speed(cpu, "main", "k.py")  # no timing (CPU): nothing to say
     assert cpu.notes == []
+
+
+def test_the_judges_own_gpu_memory_running_out_is_said_first():
+    """The thirty-second session's re-check of 38_L1Norm_ on an H100 ended in a bare internal
+    error; the judge's own out-of-memory now says what it is, above its traceback."""
+    from upskills.verify.worker import format_internal_error
+
+    def raised(exc: Exception) -> Exception:
+        try:
+            raise exc
+        except Exception as caught:  # noqa: BLE001 - a traceback to format
+            return caught
+
+    oom = format_internal_error(raised(RuntimeError("CUDA out of memory. Tried to allocate 8 GiB")))
+    assert oom.startswith("the judge itself ran out of GPU memory")
+    assert "Traceback" in oom and "Tried to allocate 8 GiB" in oom
+    other = format_internal_error(raised(ValueError("a bug")))
+    assert other.startswith("Traceback") and "ValueError: a bug" in other

@@ -10,7 +10,8 @@ that calls ``torch::empty_like`` imports it.
 
 PyTorch's RecordFunction fires in the dispatcher's entry (``Dispatcher::call``) whatever the
 keys. So each trial's forward runs under the legacy CPU profiler (thread-local RecordFunction
-callbacks, no Kineto, nothing printed), and the op recorder marks every op it sees with a
+callbacks, no Kineto, nothing printed; on a GPU Kineto's, which also records the GPU's kernels
+for :mod:`upskills.verify.watched_speed`), and the op recorder marks every op it sees with a
 scope around the op's own call, named :data:`MARK_PREFIX` and a token drawn for the profile,
 then the op's name and its largest input's size. An aten event outside every mark with no mark
 anywhere below it went through the dispatcher without reaching the recorder: an unseen op. A

@@ -167,5 +167,22 @@ def run_job(kind: str, payload: dict[str, Any]) -> dict[str, Any]:
 
 
 def format_internal_error(exc: BaseException) -> str:
-    """A traceback for errors of the verifier itself (never the candidate's fault)."""
-    return "".join(traceback.format_exception(exc))[-4000:]
+    """A traceback for errors of the verifier itself (never the candidate's fault).
+
+    The judge's own GPU memory running out is said first, with what it held: on an H100's 80
+    GB, KernelBench's largest inputs (8.6 GB a tensor, each held several times over by the
+    judge) are the likely case (the thirty-second session's re-check of 38_L1Norm_).
+    """
+    text = "".join(traceback.format_exception(exc))[-4000:]
+    if "out of memory" not in str(exc).lower():
+        return text
+    from upskills.verify.judge_memory import memory_note
+
+    try:
+        held = memory_note()
+    except Exception:  # noqa: BLE001 - no CUDA to ask: the message goes without it
+        held = ""
+    return (
+        "the judge itself ran out of GPU memory: this task's inputs, the judge's copies of them "
+        f"and the reference's outputs do not fit this GPU{held}\n{text}"
+    )
