@@ -445,10 +445,9 @@ class Judge:
             current = self.main_for_timing(prepared)
             time_main(self, current)
             self._check_process()  # again: a library loaded only once the timing began
-        if self.result.passed and self.job.late_trial:
-            late_trial(self, current)
+        late = late_trial(self, current) if self.result.passed and self.job.late_trial else None
         if self.result.passed:
-            check_watched_speed(self.result, current.plan.name, self.job.display)
+            check_watched_speed(self.result, current.plan.name, self.job.display, late)
         return self.result
 
     def _check_process(self) -> None:

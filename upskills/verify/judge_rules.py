@@ -15,7 +15,7 @@ if TYPE_CHECKING:
 
 from upskills.verify.guards import ALLOWED_OPS, DATA_MOVEMENT_OPS, SMALL_NUMEL, op_family
 from upskills.verify.protocol import OpSeen, TrialDone
-from upskills.verify.verdict import ErrorClass, VerdictStage
+from upskills.verify.verdict import ErrorClass, VariantResult, VerdictStage
 from upskills.verify.worker import StageFailure
 
 GUARD_LETTERS = {
@@ -157,7 +157,7 @@ def output_problem(
     return None
 
 
-def late_trial(judge: Judge, prepared: Prepared) -> None:
+def late_trial(judge: Judge, prepared: Prepared) -> VariantResult:
     """One more trial, after every other call of the check (found 2026-12-05).
 
     Of the variant the candidate's model was last built for (the main one after a timing).
@@ -167,7 +167,8 @@ def late_trial(judge: Judge, prepared: Prepared) -> None:
     launch of anything), and be timed at PyTorch's speed. This trial comes after those calls,
     with fresh inputs, the op recorder, the shadow profile and every trial's guard, so a
     forward that switches once the trials are over is called here switched. One that switches
-    back after a number of calls it foresees is not.
+    back after a number of calls it foresees is not. Its result (passed) is returned: its GPU
+    busy time is one of :mod:`~upskills.verify.watched_speed`'s.
     """
     from upskills.verify.judge_memory import release_memory
 
@@ -181,3 +182,4 @@ def late_trial(judge: Judge, prepared: Prepared) -> None:
             "differently once the trials are over",
             guard="timed_result",
         )
+    return result

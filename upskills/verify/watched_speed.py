@@ -43,14 +43,13 @@ WATCHED_SLACK_MS = 0.002
 """And the difference must exceed this (a few microseconds of a launch-bound call's noise)."""
 
 
-def least_busy_ms(variants: list[VariantResult], variant: str) -> float | None:
-    """The least GPU busy time among the passed trials of ``variant`` (None: none recorded)."""
-    busy = [
+def busy_times(variants: list[VariantResult], variant: str) -> list[float]:
+    """The GPU busy times recorded in the passed trials of ``variant``."""
+    return [
         r.gpu_busy_ms
         for r in variants
         if r.variant == variant and r.passed and r.gpu_busy_ms is not None
     ]
-    return min(busy) if busy else None
 
 
 def unexplained_speed(median_ms: float, busy_ms: float | None) -> str | None:
@@ -64,23 +63,37 @@ def unexplained_speed(median_ms: float, busy_ms: float | None) -> str | None:
     )
 
 
-def check_watched_speed(result: JudgeResult, variant: str, display: str) -> None:
-    """Refuse a timed median the watched trials' kernels cannot explain.
+def check_watched_speed(
+    result: JudgeResult, variant: str, display: str, late: VariantResult | None = None
+) -> None:
+    """Refuse a timed median the watched calls' kernels cannot explain.
 
-    The busy time it was judged against goes into the timing (``watched_busy_ms``); where no
-    trial recorded one on a GPU, a note says the rule was not applied.
+    The watched calls are the passed trials of the timed ``variant`` and the ``late`` trial.
+    The least busy time among them is judged against and goes into the timing
+    (``watched_busy_ms``). It takes two: a variant's first call may also run its kernels'
+    compilation and an autotuner's trial launches, so one busy time alone (one seed and no
+    late trial) is not judged. A note says when the rule was not applied.
     """
     timing = result.timing
     if timing is None:
         return
-    busy = least_busy_ms(result.variants, variant)
-    timing.watched_busy_ms = busy
-    if busy is None:
+    busy = busy_times(result.variants, variant)
+    if late is not None and late.passed and late.gpu_busy_ms is not None:
+        busy.append(late.gpu_busy_ms)
+    if len(busy) < 2:
         result.notes.append(
-            "the watched trials recorded no GPU activity (CUPTI): the timed speed was not "
-            "checked against their kernels"
+            "the timed speed was not checked against the watched trials' kernels: "
+            + (
+                "they recorded no GPU activity (CUPTI)"
+                if not busy
+                else "only one watched call of the timed variant recorded them, and a first "
+                "call may include compiling and autotuning (more seeds or the late trial "
+                "give it a second)"
+            )
         )
-    why = unexplained_speed(timing.median_ms, busy)
+        return
+    timing.watched_busy_ms = min(busy)
+    why = unexplained_speed(timing.median_ms, timing.watched_busy_ms)
     if why is not None:
         raise StageFailure(
             ErrorClass.GUARD,
