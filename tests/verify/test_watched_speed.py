@@ -125,3 +125,24 @@ def test_the_judges_own_gpu_memory_running_out_is_said_first():
     assert "Traceback" in oom and "Tried to allocate 8 GiB" in oom
     other = format_internal_error(raised(ValueError("a bug")))
     assert other.startswith("Traceback") and "ValueError: a bug" in other
+
+
+def test_the_checks_text_shows_each_trials_gpu_time_and_the_watched_kernels():
+    from upskills._cli.check import _format_verdict  # pyright: ignore[reportPrivateUsage]
+    from upskills.verify.verdict import Verdict
+
+    timing = summarize([0.5, 0.5, 0.6]).model_copy(update={"watched_busy_ms": 0.4})
+    verdict = Verdict(
+        task="t",
+        task_hash="h",
+        candidate_hash="c",
+        device="cuda",
+        passed=True,
+        variants=[_trial("main", 0.4), _trial("main", 0.45)],
+        timing=timing,
+    )
+    text = _format_verdict(verdict)
+    assert "gpu_busy=0.4000ms" in text and "gpu_busy=0.4500ms" in text
+    assert "watched kernels: 0.4000 ms" in text and "1.25x it" in text
+    cpu = verdict.model_copy(update={"variants": [_trial("main", None)], "timing": None})
+    assert "gpu_busy" not in _format_verdict(cpu) and "watched" not in _format_verdict(cpu)
