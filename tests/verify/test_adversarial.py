@@ -2451,9 +2451,9 @@ WATCH_AWARE_ADD = (
 def test_a_forward_that_knows_when_it_is_watched_is_refused(add_task):
     """Found on CPU 2026-12-05 (``verifier.md``, "A forward that knows when it is watched"): a
     forward that reads the watchers' cost with its own clock runs its own, slow kernel in the
-    trials and PyTorch's ``x + y`` in the timed calls. The watched trials' kernels took ~20x the
-    timed median: refused. (Its twin whose own kernel is as fast as PyTorch's gains nothing, and
-    is timed at what its own kernel runs at.)"""
+    trials and PyTorch's ``x + y`` in the timed calls. On an H100 the watched kernels took 0.0504
+    ms against a timed median of 0.0112 ms (0.22x): refused. (Its twin whose own kernel is as
+    fast as PyTorch's gains nothing, and is timed at what its own kernel runs at.)"""
     options = CheckOptions(seeds=1, timeout_s=300, baselines=False, random_shape=False)
     with Verifier("cuda", options) as verifier:
         cheat = verifier.check(add_task, WATCH_AWARE_ADD)
