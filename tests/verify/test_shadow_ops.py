@@ -246,3 +246,28 @@ def test_a_forward_reading_elements_one_by_one_is_stopped_at_the_limit():
     with make_op_recorder(unlimited, LaunchState()):
         [float(v) for v in X[:100]]
     assert unlimited.scalars == 100
+
+
+def test_a_gpu_trials_profile_starts_after_the_timed_calls_flush(monkeypatch: pytest.MonkeyPatch):
+    """The watched busy time is read from the cache the timed calls meet: L2 flushed (as
+    before a timed call), the device synchronised, then the GPU's profile. Without the flush a
+    trial's kernels read warm inputs, and an honest 1M-element add on an H100 timed at 2.9x its
+    watched busy time: room for a slower kernel of its own to pass at PyTorch's speed. The
+    order is checked here with the GPU's calls stood in for (no GPU on this machine)."""
+    calls: list[str] = []
+    monkeypatch.setattr(shadow_ops, "_flush", lambda mode: lambda: calls.append(f"flush {mode}"))
+    monkeypatch.setattr(torch.cuda, "synchronize", lambda: calls.append("sync"))
+    real = shadow_ops._profiler  # pyright: ignore[reportPrivateUsage]
+
+    def profiler(gpu: bool, kineto: bool):
+        calls.append(f"profile gpu={gpu}")
+        return real(False, kineto)  # CPU events only: this machine has no CUDA activity
+
+    monkeypatch.setattr(shadow_ops, "_profiler", profiler)
+    with shadow_profile(flush="write"):
+        calls.append("forward")
+    assert calls == ["flush write", "sync", "profile gpu=True", "forward"]
+    calls.clear()
+    with shadow_profile():
+        calls.append("forward")
+    assert calls == ["profile gpu=False", "forward"]

@@ -70,7 +70,7 @@ from upskills.verify.transport import (
     receive_fds,
     release_opened,
 )
-from upskills.verify.verdict import ErrorClass, VerdictStage
+from upskills.verify.verdict import ErrorClass, FlushMode, VerdictStage
 from upskills.verify.worker import (
     StageFailure,
     classify_exception,
@@ -326,7 +326,7 @@ class CandidateHost(TimingRequests):
         if self.device.startswith("cuda"):
             self.watch.sync()
 
-    def _call(self, inputs: list[Any], log: OpLog) -> Any:
+    def _call(self, inputs: list[Any], log: OpLog, flush: FlushMode | None = None) -> Any:
         import torch
 
         self._collect(VerdictStage.CORRECTNESS)
@@ -335,9 +335,7 @@ class CandidateHost(TimingRequests):
         check_modes_left(mode_depths(), VerdictStage.CORRECTNESS, self.display, self.watch.modes)
         self.watch.active = True
         try:
-            self._sync()  # nothing of the judge's still running when the GPU's profile begins
-            gpu = self.device.startswith("cuda")
-            with torch.no_grad(), shadow_profile(shadow, gpu=gpu), recorder:
+            with torch.no_grad(), shadow_profile(shadow, flush=flush), recorder:
                 before = mode_depths()
                 out = self.model(*inputs)
                 check_modes_left(before, VerdictStage.CORRECTNESS, self.display)
@@ -412,7 +410,7 @@ class CandidateHost(TimingRequests):
         before = self.watch.counter.state.launches
         self.watch.scalars = 0
         self.watch.threads_started = 0
-        out = self._call(inputs, log)
+        out = self._call(inputs, log, req.flush)
         check_plain_inputs(inputs, VerdictStage.CORRECTNESS, self.display)  # before any read
         done = TrialDone(
             launches=self.watch.counter.state.launches - before,

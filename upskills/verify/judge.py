@@ -348,8 +348,9 @@ class Judge:
         if late:
             where += ", the trial after every other call"
         t1 = time.monotonic()
+        outs, flush = [h for _, h in buffers], self.job.flush if self.device != "cpu" else None
         reply = self.ask(
-            Trial(label=where, inputs=wire, outputs=[h for _, h in buffers], structure=structure)
+            Trial(label=where, inputs=wire, outputs=outs, structure=structure, flush=flush)
         )
         self.clock.add("candidate", time.monotonic() - t1)
         t2 = time.monotonic()

@@ -161,6 +161,8 @@ class Trial(_Message):
     """One buffer per output tensor, shaped and typed as the reference's outputs."""
     structure: str
     """The reference output's structure: ``tensor``, ``tuple[2]``, ``list[3]``."""
+    flush: FlushMode | None = None
+    """On a GPU, L2 is flushed so before the call, as before a timed one (None: not)."""
 
 
 class TimeRun(_Message):

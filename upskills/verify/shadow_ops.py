@@ -38,10 +38,14 @@ again (which it cannot know).
 
 from __future__ import annotations
 
+import functools
 import secrets
 from collections.abc import Generator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, cast
+
+from upskills.verify.timing import make_flush
+from upskills.verify.verdict import FlushMode
 
 if TYPE_CHECKING:
     from upskills.verify.guards import OpLog
@@ -108,17 +112,19 @@ class Shadow:
 
 @contextmanager
 def shadow_profile(
-    shadow: Shadow | None = None, *, gpu: bool = False, kineto: bool = False
+    shadow: Shadow | None = None, *, flush: FlushMode | None = None, kineto: bool = False
 ) -> Generator[Shadow]:
     """Profile the block with the legacy CPU profiler (RecordFunction, this thread only).
 
     ``shadow``: the one whose :attr:`Shadow.mark` the op recorder was made with (a new one
     when the recorder is made inside the block).
 
-    ``gpu``: the Kineto profiler, with the GPU's kernels and copies as well (CUPTI), so the
-    shadow also says how long the GPU was busy (:attr:`Shadow.gpu_busy_ms`,
-    :mod:`upskills.verify.watched_speed`). Two profilers cannot run on one thread at once, so on
-    a GPU this one takes the legacy profiler's place; ``kineto`` does so on CPU (tests).
+    ``flush`` (a GPU trial): L2 is first flushed as before a timed call and the device
+    synchronised, and the profiler is Kineto's with the GPU's kernels and copies as well
+    (CUPTI), so the shadow also says how long the GPU was busy (:attr:`Shadow.gpu_busy_ms`,
+    :mod:`upskills.verify.watched_speed`) from the cache the timed calls start from. Two
+    profilers cannot run on one thread at once, so on a GPU this one takes the legacy
+    profiler's place; ``kineto`` does so on CPU (tests).
 
     ``torch.autograd.profiler_legacy`` is marked deprecated (torch 2.13) and still works there
     and in torch 2.11; where it is gone, the Kineto profiler (CPU events only) takes its place.
@@ -127,12 +133,21 @@ def shadow_profile(
     from torch.autograd.profiler import record_function
 
     shadow = shadow if shadow is not None else Shadow()
-    prof = _profiler(gpu=gpu, kineto=kineto)
+    if flush is not None:
+        import torch
+
+        _flush(flush)()
+        torch.cuda.synchronize()  # nothing of the judge's or the flush's in the GPU's profile
+    prof = _profiler(gpu=flush is not None, kineto=kineto)
     with prof:
         with record_function(shadow.start):
             pass
         yield shadow
     shadow._profile = prof  # pyright: ignore[reportPrivateUsage]
+
+
+_flush = functools.cache(make_flush)
+"""One flush buffer a process and mode, kept for the trials that follow."""
 
 
 def _profiler(gpu: bool, kineto: bool) -> Any:

@@ -148,12 +148,7 @@ def time_cuda(
         raise ValueError(f"flush_mode is 'write' or 'read', not {flush_mode!r}")
     import torch
 
-    flush = torch.ones(flush_bytes // 4, dtype=torch.int32, device="cuda")
-    sink = torch.empty((), dtype=torch.int32, device="cuda")
-    if flush_mode == "write":
-        do_flush: Callable[[], Any] = lambda: flush.fill_(1)  # noqa: E731
-    else:
-        do_flush = lambda: torch.amax(flush, out=sink)  # noqa: E731
+    do_flush = make_flush(flush_mode, flush_bytes)
     last: list[tuple[Any, Any]] = []
     calls = 0
     slack: list[float] = []
@@ -208,6 +203,21 @@ def time_cuda(
         "persisting_l2_default_bytes": l2_fence.default_limit(),
     }
     return summarize(times).model_copy(update=stats), last
+
+
+def make_flush(flush_mode: FlushMode, flush_bytes: int = L2_FLUSH_BYTES) -> Callable[[], Any]:
+    """The L2 flush a timed call follows: write (or read) a ``flush_bytes`` buffer on the GPU.
+
+    The watched trials follow the same flush (:mod:`upskills.verify.watched_speed`), so their
+    kernels meet the cache the timed calls meet.
+    """
+    import torch
+
+    flush = torch.ones(flush_bytes // 4, dtype=torch.int32, device="cuda")
+    sink = torch.empty((), dtype=torch.int32, device="cuda")
+    if flush_mode == "write":
+        return lambda: flush.fill_(1)
+    return lambda: torch.amax(flush, out=sink)
 
 
 def kept_calls(keep_at: Sequence[float], reps: int) -> list[int]:

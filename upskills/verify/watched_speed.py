@@ -14,13 +14,16 @@ of the main variant's busy times means the timed calls did not run what the tria
 forward computes differently when it is not watched. The rule catches the switch only where it
 gains: a timed call no faster than the watched kernels is timed fairly whatever it runs.
 
-Why a share and a slack, not equality: the timed calls follow an L2 flush and are timed with
-events on one stream; a watched trial reads warm inputs and its kernels are timed by CUPTI. Both
-make the watched kernels the faster of the two, so an honest forward's timed median sits at or
-above its busy time (the event pair adds the launch gaps). What can make an honest watched
-trial slower is a GPU clock still ramping up, a first launch's cold caches or kernels of the
-forward that overlap on two streams (the busy time is the union of their spans, not the sum):
-:data:`WATCHED_SHARE` leaves room for those.
+Why a share and a slack, not equality: a trial's profile starts, like a timed call, from L2
+flushed the same way (:func:`~upskills.verify.shadow_ops.shadow_profile`), but the timed calls
+are timed with events, which add the launch gaps, and CUPTI times only the kernels: an honest
+forward's timed median sits at or above its busy time. What can make an honest watched trial
+slower is a GPU clock still ramping up, a first launch's cold instruction caches or kernels of
+the forward that overlap on two streams (the busy time is the union of their spans, not the
+sum): :data:`WATCHED_SHARE` leaves room for those. Without the flush (until the thirty-second
+session's review) a trial read the inputs the judge had just written, still in L2: an honest
+1M-element add on an H100 timed at 2.9x its watched busy time, room for a kernel of its own
+up to ~2.5x slower than PyTorch's to pass at PyTorch's speed.
 """
 
 from __future__ import annotations
