@@ -665,7 +665,11 @@ def _events_and_clock(message: str) -> tuple[float, float] | None:
 @pytest.mark.parametrize("source", [SIDE_STREAM_SMALL, SIDE_STREAM_GRAPH_AWARE])
 def test_a_short_kernel_on_a_private_stream_cannot_hide_under_the_clock_slack(add_task, source):
     """Events that see none of a ~0.05 ms call: refused, by the clock check (the capture-aware
-    form, whose graph replays do the real work) or by the graph replays' stale result."""
+    form, whose graph replays do the real work), by the graph replays' stale result, or by the
+    late trial's kernels (the watched-speed rule). On the thirty-third session's H100 the
+    audited clock check let the capture-aware form through (its side-stream kernel overlaps
+    the next call's copies, whose cost is taken off): the watched-speed rule refused it,
+    0.0013 ms timed against 0.0795 ms of watched kernels."""
     mid = _sixteen_m_add(add_task)
     with Verifier("cuda", CheckOptions(seeds=2, timeout_s=600, baselines=False)) as verifier:
         verdict = verifier.check(mid, source)
@@ -677,7 +681,8 @@ def test_a_short_kernel_on_a_private_stream_cannot_hide_under_the_clock_slack(ad
     assert not verdict.passed, verdict.message
     assert verdict.error_class in (ErrorClass.TIMING, ErrorClass.GUARD), verdict.message
     if source is SIDE_STREAM_GRAPH_AWARE:
-        assert verdict.guard == "clock" and numbers is not None, verdict.message
+        watched = verdict.guard == "timed_result" and "watched" in verdict.message
+        assert (verdict.guard == "clock" and numbers is not None) or watched, verdict.message
 
 
 @pytest.mark.gpu
@@ -889,11 +894,17 @@ def test_a_result_cached_on_the_gpu_by_input_values_gains_nothing(add_task):
     with Verifier("cuda", options) as verifier:
         cheat = verifier.check(big, GPU_VALUE_KEYED_CACHE)
         honest = verifier.check(big, GOOD_ADD)
+        repeated = options.model_copy(update={"perturb_timing": False})
+        second_line = verifier.check(big, GPU_VALUE_KEYED_CACHE, repeated)
         unmended = verifier.check(
-            big, GPU_VALUE_KEYED_CACHE, options.model_copy(update={"perturb_timing": False})
+            big, GPU_VALUE_KEYED_CACHE, repeated.model_copy(update={"late_trial": False})
         )
     _assert_caught_or_not_faster(cheat, honest)
-    # the cheat works where the inputs repeat: what the perturbation is for
+    # with the inputs repeated, the late trial's kernels (fresh inputs: a miss) are slower than
+    # the timed hits: refused by the watched-speed rule (thirty-third session, H100: 0.0534 ms
+    # timed against 0.094 ms watched)
+    assert not second_line.passed and second_line.guard == "timed_result", second_line.message
+    # without either, the cheat works where the inputs repeat: what the perturbation is for
     assert unmended.passed and unmended.timing is not None, unmended.message
     assert unmended.timing.median_ms < 0.85 * honest.timing.median_ms, (
         unmended.timing,
@@ -904,7 +915,13 @@ def test_a_result_cached_on_the_gpu_by_input_values_gains_nothing(add_task):
 def _stack_walker(comment: str, on_frame: str, before: str = "") -> str:
     """GOOD_ADD whose forward walks up its callers' frames (a stack walk the static check does
     not see: getattr passed to reduce, built names) and runs ``on_frame`` (code using ``f``, the
-    frame, ``g``, its globals, and ``reach``) at each, after ``before`` (once)."""
+    frame, ``g``, its globals, and ``reach``) at each, after ``before`` (once).
+
+    The walk starts at the caller: reading forward's own frame's locals ties that frame in a
+    cycle with them, and in the candidate's process (its collector off between the verifier's
+    passes) each call's output would outlive the call. Two of these cheats' clock checks at
+    128M elements (200 calls, 512 MiB an output) ended so on the thirty-third session's H100,
+    80 GB: a child dead at ``torch.empty_like``, most likely out of memory."""
     body = textwrap.indent(textwrap.dedent(on_frame).strip("\n"), " " * 12)
     start = textwrap.indent(textwrap.dedent(before).strip("\n") + "\n", " " * 8) if before else ""
     return GOOD_ADD.replace("import torch\n", "import functools\n\nimport torch\n", 1).replace(
@@ -917,7 +934,7 @@ def _stack_walker(comment: str, on_frame: str, before: str = "") -> str:
 {start}        try:
             raise ValueError
         except ValueError as e:
-            f = reach(e, "__tra" + "ceback__", "tb_" + "frame")
+            f = reach(e, "__tra" + "ceback__", "tb_" + "frame", "f_" + "back")
         while f is not None:
             g = reach(f, "f_" + "globals")
 {body}
@@ -2464,8 +2481,9 @@ def test_a_forward_that_knows_when_it_is_watched_is_refused(add_task):
 
 @pytest.mark.gpu
 def test_an_honest_kernels_timed_speed_is_explained_by_its_watched_kernels(add_task):
-    """The rule's other half: CUPTI recorded the trials' kernels, and an honest kernel's timed
-    median is at least its watched busy time's share."""
+    """The rule's other half: CUPTI recorded the late trial's kernels (and no earlier trial's,
+    so no timed call ran with CUPTI attached), and an honest kernel's timed median is at least
+    its watched busy time's share."""
     from upskills.verify.watched_speed import WATCHED_SHARE
 
     options = CheckOptions(seeds=2, timeout_s=300, baselines=False, random_shape=False)
@@ -2475,6 +2493,6 @@ def test_an_honest_kernels_timed_speed_is_explained_by_its_watched_kernels(add_t
     timing = verdict.timing
     assert timing is not None and timing.watched_busy_ms is not None, verdict.notes
     print("median", timing.median_ms, "watched busy", timing.watched_busy_ms)
-    busy = [v.gpu_busy_ms for v in verdict.variants if v.variant == "main"]
-    assert all(b is not None and b > 0 for b in busy), busy
+    assert timing.watched_busy_ms > 0
+    assert all(v.gpu_busy_ms is None for v in verdict.variants), verdict.variants
     assert timing.median_ms >= WATCHED_SHARE * timing.watched_busy_ms

@@ -158,3 +158,16 @@ def test_a_dead_worker_is_restarted(cpu_verifier, add_task):
     proc.wait(timeout=10)
     assert_still_good(cpu_verifier, add_task)
     assert cpu_verifier.zygote._proc is not proc
+
+
+def test_an_exception_nobody_catches_says_what_it_was(cpu_verifier, add_task):
+    """A BaseException out of forward leaves the candidate's process (exit 70, its traceback in
+    the log): the message says where and, since the thirty-third session, what."""
+    bad = GOOD_ADD.replace(
+        "n = x.numel()", "n = x.numel()\n        raise KeyboardInterrupt('the 512th call')"
+    )
+    v = cpu_verifier.check(add_task, bad)
+    assert not v.passed and "exited with status 70" in v.message, v.message
+    assert f"line {line_of(bad, 'KeyboardInterrupt')}, in forward" in v.message, v.message
+    assert "KeyboardInterrupt: the 512th call" in v.message, v.message
+    assert_still_good(cpu_verifier, add_task)

@@ -104,3 +104,45 @@ def test_a_guard_failing_while_timed_calls_load_keeps_its_guard(monkeypatch):
         _Host().time_run(req)
     assert failure.value.guard == "library_patch", failure.value.message
     assert "collector pass" in failure.value.message
+
+
+class _Event:
+    """torch.cuda.Event stood in for on CPU."""
+
+    def __init__(self, **_: Any) -> None:
+        pass
+
+    def record(self) -> None:
+        return None
+
+    def elapsed_time(self, other: Any) -> float:
+        return 0.0
+
+
+@pytest.mark.usefixtures("collector_off")
+@pytest.mark.timeout(0)  # pytest-timeout's interval timer would read as the candidate's own
+@pytest.mark.parametrize("perturb", [[], [7]], ids=["plain", "audited"])
+def test_a_forward_failing_in_back_to_back_calls_is_the_candidates_failure(monkeypatch, perturb):
+    """Until the thirty-third session an exception of ``forward`` in the clock check's calls
+    left the candidate's process (exit 70, "segfault, abort or fatal error", the error's own
+    line lost): two cheats' out-of-memory errors on an H100 said nothing more."""
+    import torch
+
+    from upskills.verify.protocol import Bulk
+
+    monkeypatch.setattr(torch.cuda, "synchronize", lambda *a, **k: None)
+    monkeypatch.setattr(torch.cuda, "Event", _Event)
+    host = _Host()
+
+    def forward(*args: Any) -> Any:
+        raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 512.00 MiB")
+
+    host.model = forward
+    req = Bulk(calls=3, inputs=[Scalar(value=1.0)], outputs=[], perturb=perturb)
+    with pytest.raises(StageFailure) as failure:
+        host.bulk(req)
+    assert failure.value.stage == VerdictStage.TIMING
+    assert "timing failed" in failure.value.message
+    assert "OutOfMemoryError: CUDA out of memory. Tried to allocate 512.00 MiB" in (
+        failure.value.message
+    )

@@ -38,8 +38,7 @@ def _format_verdict(verdict) -> str:  # noqa: ANN001 - a Verdict; imported lazil
         why = f"  {r.error_class}" if r.error_class else ""
         dom = f" inputs={r.domain}" if r.domain != "normal" else ""
         shape = " " + ",".join(f"{k}={v}" for k, v in r.shape.items()) if r.shape else ""
-        busy = f" gpu_busy={r.gpu_busy_ms:.4f}ms" if r.gpu_busy_ms is not None else ""
-        lines.append(f"  {mark} variant={r.variant}{shape} seed={r.seed}{dom}{err}{rel}{busy}{why}")
+        lines.append(f"  {mark} variant={r.variant}{shape} seed={r.seed}{dom}{err}{rel}{why}")
     if verdict.timing is not None:
         t = verdict.timing
         lines.append(
@@ -48,8 +47,8 @@ def _format_verdict(verdict) -> str:  # noqa: ANN001 - a Verdict; imported lazil
         )
         if t.watched_busy_ms:  # the watched-speed rule (verify/watched_speed.py)
             lines.append(
-                f"  watched kernels: {t.watched_busy_ms:.4f} ms of GPU time in the least busy "
-                f"watched call (the timed median is {t.median_ms / t.watched_busy_ms:.2f}x it)"
+                f"  watched kernels: {t.watched_busy_ms:.4f} ms of GPU time in the trial after "
+                f"the timed calls (the timed median is {t.median_ms / t.watched_busy_ms:.2f}x it)"
             )
         for name, b in verdict.baselines.items():
             lines.append(f"  baseline {name}: median {b.median_ms:.4f} ms")

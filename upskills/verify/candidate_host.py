@@ -354,7 +354,8 @@ class CandidateHost(TimingRequests):
         finally:
             self.watch.active = False
         judge_shadow(shadow, log, self.display)
-        self.gpu_busy_ms: float | None = shadow.gpu_busy_ms  # (watched_speed.py)
+        # recorded in the late trial alone (flush set; watched_speed.py)
+        self.gpu_busy_ms: float | None = shadow.gpu_busy_ms if flush is not None else None
         try:
             self._sync()
         except Exception as exc:  # noqa: BLE001 - a kernel failed asynchronously on the GPU

@@ -214,11 +214,7 @@ class TimingRequests:
         except StageFailure:  # a guard of the timed path (load, _forward): its own verdict
             raise
         except Exception as exc:  # noqa: BLE001 - a failure while timing
-            raise StageFailure(
-                classify_exception(exc),
-                VerdictStage.TIMING,
-                f"timing failed: {describe_exception(exc, self.path, self.display)}",
-            ) from exc
+            raise self._timing_failure(exc) from exc
         for pick, out in last[-len(req.keep) :] if not req.keep_at else []:
             kept(pick, out)
         self._sync()
@@ -234,14 +230,33 @@ class TimingRequests:
             persisting_l2_default_bytes=timed.persisting_l2_default_bytes,
         )
 
-    def bulk(self, req: Bulk) -> BulkDone:
-        """``calls`` back-to-back forwards, one synchronisation, the candidate's own event time."""
-        import torch
+    def _timing_failure(self, exc: Exception) -> StageFailure:
+        """A failure while timed (an out-of-memory error, a crash of ``forward``), classified."""
+        return StageFailure(
+            classify_exception(exc),
+            VerdictStage.TIMING,
+            f"timing failed: {describe_exception(exc, self.path, self.display)}",
+        )
 
+    def bulk(self, req: Bulk) -> BulkDone:
+        """``calls`` back-to-back forwards, one synchronisation, the candidate's own event time.
+
+        A failure of ``forward`` here is the candidate's, with its message, like one in the
+        timed calls (the thirty-third session's H100 run lost two cheats' out-of-memory errors
+        to a bare "exited with status 70" before).
+        """
         if req.graph:
             return self._graph_bulk(req)
-        if req.perturb:
-            return self._audited_bulk(req)
+        try:
+            return self._audited_bulk(req) if req.perturb else self._plain_bulk(req)
+        except StageFailure:  # a guard of the timed path (load, _forward): its own verdict
+            raise
+        except Exception as exc:  # noqa: BLE001 - a failure while timing
+            raise self._timing_failure(exc) from exc
+
+    def _plain_bulk(self, req: Bulk) -> BulkDone:
+        import torch
+
         self._collect(VerdictStage.TIMING)
         inputs = import_args(req.inputs)
         before = self.watch.counter.state.launches

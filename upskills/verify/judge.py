@@ -49,7 +49,7 @@ from upskills.verify.protocol import (
 from upskills.verify.shapes import PlannedVariant, ShapeError, draw_random, shrink_for_cpu
 from upskills.verify.transport import SharedArena, buffer_like, clone_tree, export_args
 from upskills.verify.verdict import ErrorClass, FlushMode, Timing, VariantResult, VerdictStage
-from upskills.verify.watched_speed import check_watched_speed
+from upskills.verify.watched_speed import check_watched_speed, trial_flush
 from upskills.verify.worker import StageFailure, environment
 
 CPU_NOTE = (
@@ -348,7 +348,7 @@ class Judge:
         if late:
             where += ", the trial after every other call"
         t1 = time.monotonic()
-        outs, flush = [h for _, h in buffers], self.job.flush if self.device != "cpu" else None
+        outs, flush = [h for _, h in buffers], trial_flush(self.device, self.job.flush, late)
         reply = self.ask(
             Trial(label=where, inputs=wire, outputs=outs, structure=structure, flush=flush)
         )
@@ -448,7 +448,7 @@ class Judge:
             self._check_process()  # again: a library loaded only once the timing began
         late = late_trial(self, current) if self.result.passed and self.job.late_trial else None
         if self.result.passed:
-            check_watched_speed(self.result, current.plan.name, self.job.display, late)
+            check_watched_speed(self.result, self.job.display, late)
         return self.result
 
     def _check_process(self) -> None:

@@ -162,7 +162,8 @@ class Trial(_Message):
     structure: str
     """The reference output's structure: ``tensor``, ``tuple[2]``, ``list[3]``."""
     flush: FlushMode | None = None
-    """On a GPU, L2 is flushed so before the call, as before a timed one (None: not)."""
+    """The late trial of a GPU check: L2 is flushed so before the call, as before a timed one,
+    and the GPU's kernels are recorded (CUPTI) for its busy time (None: neither)."""
 
 
 class TimeRun(_Message):

@@ -119,12 +119,12 @@ def shadow_profile(
     ``shadow``: the one whose :attr:`Shadow.mark` the op recorder was made with (a new one
     when the recorder is made inside the block).
 
-    ``flush`` (a GPU trial): L2 is first flushed as before a timed call and the device
-    synchronised, and the profiler is Kineto's with the GPU's kernels and copies as well
+    ``flush`` (a GPU check's late trial): L2 is first flushed as before a timed call and the
+    device synchronised, and the profiler is Kineto's with the GPU's kernels and copies as well
     (CUPTI), so the shadow also says how long the GPU was busy (:attr:`Shadow.gpu_busy_ms`,
     :mod:`upskills.verify.watched_speed`) from the cache the timed calls start from. Two
-    profilers cannot run on one thread at once, so on a GPU this one takes the legacy
-    profiler's place; ``kineto`` does so on CPU (tests).
+    profilers cannot run on one thread at once, so there this one takes the legacy profiler's
+    place; ``kineto`` does so without the GPU's events (tests on CPU).
 
     ``torch.autograd.profiler_legacy`` is marked deprecated (torch 2.13) and still works there
     and in torch 2.11; where it is gone, the Kineto profiler (CPU events only) takes its place.

@@ -91,7 +91,8 @@ class VariantResult(BaseModel):
     """Relative tolerance applied."""
     gpu_busy_ms: float | None = None
     """How long the GPU ran kernels and copies during this trial's forward, watched (CUPTI;
-    None on CPU): the timed speed must be explained by it (:mod:`upskills.verify.watched_speed`)."""
+    recorded in a GPU check's late trial only, None elsewhere): the timed speed must be
+    explained by it (:mod:`upskills.verify.watched_speed`)."""
 
 
 FlushMode = Literal["write", "read"]
@@ -120,8 +121,8 @@ class Timing(BaseModel):
     spread: float
     """(p90 - p10) / median: relative spread."""
     watched_busy_ms: float | None = None
-    """The least GPU busy time of the timed variant's watched trials (None: not recorded), beside
-    which the median was judged (:mod:`upskills.verify.watched_speed`)."""
+    """The GPU busy time of the trial after the timed calls (None: not recorded), beside which
+    the median was judged (:mod:`upskills.verify.watched_speed`)."""
     clock_ms: float | None = None
     """Per call over back-to-back calls on the judge's own clock (the clock check; CUDA-graph
     replays when the calls were host-bound), beside the events' median; None for baselines."""

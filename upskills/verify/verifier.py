@@ -85,6 +85,22 @@ def _where_in_log(log: str, path: str, display: str) -> str:
     return where
 
 
+def _raised(lines: list[str]) -> list[str]:
+    """The last Python traceback's own line (``SomeError: text``), as a one-item list.
+
+    A child that dies of an exception nobody caught prints its traceback, then exits with
+    status 70: without this line its message said where, never what.
+    """
+    found: list[str] = []
+    in_traceback = False
+    for line in lines:
+        if line.startswith("Traceback (most recent call last)"):
+            in_traceback = True
+        elif in_traceback and line and not line[0].isspace():
+            found, in_traceback = [line.strip()[:500]], False
+    return found
+
+
 def _death_message(outcome: JobOutcome, path: str, display: str) -> str:
     code = outcome.exit_code
     if code is not None and code < 0:
@@ -101,7 +117,8 @@ def _death_message(outcome: JobOutcome, path: str, display: str) -> str:
     if not ours:  # the innermost frames of the dump (or the end of the output)
         frames = [ln.strip() for ln in lines if ln.strip().startswith("File ")]
         ours = frames[:4] if frames else [ln.strip() for ln in lines[-6:]]
-    detail = "\n".join(["", *fatal[:2], *ours[:8]]).rstrip()
+    raised = _raised(lines)
+    detail = "\n".join(["", *fatal[:2], *ours[:8], *raised]).rstrip()
     at = f" at {where}" if where else ""
     return f"{display}: the worker process {how}{at} (segfault, abort or fatal error){detail}"
 
