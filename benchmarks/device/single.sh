@@ -191,6 +191,9 @@ fi
 # script's cache ($UPSKILLS_CACHE_DIR under /tmp) by 1000, and the next call's re-check read it.
 # So the tests get a temp dir of their own, and the cache's digest is compared after them.
 if [ -n "${TESTS:-}" ]; then
+  # an earlier stage's log in the same command is kept beside this one, not overwritten (the
+  # thirty-third session lost its first stage's printed numbers so)
+  [ -f "$OUT/gpu_tests.log" ] && mv "$OUT/gpu_tests.log" "$OUT/gpu_tests.$(date +%s).log"
   # mode 1777 like /tmp: as root, candidates run as nobody and must reach their folders in it
   export TMPDIR; TMPDIR=$(mktemp -d /tmp/upskills-tests.XXXXXX) && chmod 1777 "$TMPDIR"
   cache_sum=$(cat "$UPSKILLS_CACHE_DIR"/*.json 2>/dev/null | sha256sum)
