@@ -159,7 +159,7 @@ def row_from(row: dict[str, Any], verdict: dict[str, Any]) -> dict[str, Any]:
         "gpu": verdict.get("gpu"),
         "median_ms": timing.get("median_ms"),
         "clock_ms": timing.get("clock_ms"),
-        # the watched trials' GPU busy time the median was judged against (watched_speed.py)
+        # the late trial's GPU busy time the median was judged against (watched_speed.py)
         "watched_busy_ms": timing.get("watched_busy_ms"),
         "eager_ms": ((verdict.get("baselines") or {}).get("eager") or {}).get("median_ms"),
         "candidate_hash": verdict.get("candidate_hash"),

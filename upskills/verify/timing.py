@@ -208,7 +208,7 @@ def time_cuda(
 def make_flush(flush_mode: FlushMode, flush_bytes: int = L2_FLUSH_BYTES) -> Callable[[], Any]:
     """The L2 flush a timed call follows: write (or read) a ``flush_bytes`` buffer on the GPU.
 
-    The watched trials follow the same flush (:mod:`upskills.verify.watched_speed`), so their
+    The late trial follows the same flush (:mod:`upskills.verify.watched_speed`), so its
     kernels meet the cache the timed calls meet.
     """
     import torch

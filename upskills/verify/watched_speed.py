@@ -1,4 +1,4 @@
-"""The timed speed must be explained by the kernels the watched trials ran (guard (c)).
+"""The timed speed must be explained by the kernels a watched trial ran (guard (c)).
 
 The trials run ``forward`` under the op recorder and the shadow profile; the timed calls run it
 bare, and their outputs are checked, not how they were made. Both watchers cost each op host
