@@ -168,6 +168,7 @@ def test_an_exception_nobody_catches_says_what_it_was(cpu_verifier, add_task):
     )
     v = cpu_verifier.check(add_task, bad)
     assert not v.passed and "exited with status 70" in v.message, v.message
+    assert v.stage == "correctness", v.stage  # in its first trial, after its import
     assert f"line {line_of(bad, 'KeyboardInterrupt')}, in forward" in v.message, v.message
     assert "KeyboardInterrupt: the 512th call" in v.message, v.message
     assert_still_good(cpu_verifier, add_task)

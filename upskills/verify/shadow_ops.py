@@ -10,14 +10,15 @@ that calls ``torch::empty_like`` imports it.
 
 PyTorch's RecordFunction fires in the dispatcher's entry (``Dispatcher::call``) whatever the
 keys. So each trial's forward runs under the legacy CPU profiler (thread-local RecordFunction
-callbacks, no Kineto, nothing printed; on a GPU Kineto's, which also records the GPU's kernels
-for :mod:`upskills.verify.watched_speed`), and the op recorder marks every op it sees with a
-scope around the op's own call, named :data:`MARK_PREFIX` and a token drawn for the profile,
-then the op's name and its largest input's size. An aten event outside every mark with no mark
-anywhere below it went through the dispatcher without reaching the recorder: an unseen op. A
-compute op inside the mark of an allocation, a view, a copy or a small op ran inside a kernel
-an extension put in PyTorch's place (:func:`smuggled_ops`). A composite op (``to``) is seen
-through the op it decomposes into (``_to_copy``), which carries the mark below it.
+callbacks, no Kineto, nothing printed; in a GPU check's late trial Kineto's, which also
+records the GPU's kernels for :mod:`upskills.verify.watched_speed`), and the op recorder
+marks every op it sees with a scope around the op's own call, named :data:`MARK_PREFIX` and a
+token drawn for the profile, then the op's name and its largest input's size. An aten event
+outside every mark with no mark anywhere below it went through the dispatcher without reaching
+the recorder: an unseen op. A compute op inside the mark of an allocation, a view, a copy or
+a small op ran inside a kernel an extension put in PyTorch's place (:func:`smuggled_ops`). A
+composite op (``to``) is seen through the op it decomposes into (``_to_copy``), which carries
+the mark below it.
 
 PyTorch itself hides a few ops from the modes: ``torch.tensor([1.0, 2.0])`` builds its tensor
 with ``Python`` excluded (``empty``, ``to``, ``detach_`` unseen, then a seen ``lift_fresh``).

@@ -407,7 +407,8 @@ class Verifier:
         log = cand.log_tail if cand is not None else ""
         path_marker = f"/{display}" if display.endswith(".py") else "/candidate.py"
         verdict.passed = False
-        verdict.stage = VerdictStage.CORRECTNESS if result.variants else VerdictStage.IMPORT
+        # the candidate's hello (its environment) came: it died after its import, not in it
+        verdict.stage = VerdictStage.CORRECTNESS if result.env else VerdictStage.IMPORT
         if result.candidate_lost == "timeout" or (cand is not None and cand.timed_out):
             where = _where_in_log(log, path_marker, display)
             at = f" (it was at {where})" if where else ""
