@@ -232,6 +232,57 @@ CATALOGUE: list[tuple[str, str, str, set[str], str | None]] = [
         {"guard"},
         "python_fallback",
     ),
+    # the add done in Python on the tensors' bytes, read without a conversion the static check
+    # names (found in the thirty-third session's review: the first passed every CPU trial)
+    (
+        "serialised_fallback",
+        "add",
+        add_attack(
+            "        n = x.numel()\n"
+            "        a = struct.unpack(f'{n}f', _raw(x.contiguous().cpu())[: 4 * n])\n"
+            "        b = struct.unpack(f'{n}f', _raw(y.contiguous().cpu())[: 4 * n])\n"
+            "        s = struct.pack(f'{n}f', *[p + q for p, q in zip(a, b)])\n"
+            "        return torch.frombuffer(bytearray(s), dtype=x.dtype).to(x.device)\n",
+            extra="\nimport io, struct, zipfile\n\n\ndef _raw(t):\n"
+            "    buf = io.BytesIO()\n"
+            "    torch.save(t, buf)\n"
+            "    with zipfile.ZipFile(io.BytesIO(buf.getvalue())) as z:\n"
+            "        return z.read(next(n for n in z.namelist() if '/data/' in n))\n",
+        ),
+        {"guard"},
+        "python_fallback",
+    ),
+    (
+        "legacy_saved_fallback",  # the format pickling writes: its data comes last
+        "add",
+        add_attack(
+            "        n = x.numel()\n"
+            "        raw = [_raw(t.contiguous().cpu())[-4 * n :] for t in (x, y)]\n"
+            "        a, b = (struct.unpack(f'{n}f', r) for r in raw)\n"
+            "        s = struct.pack(f'{n}f', *[p + q for p, q in zip(a, b)])\n"
+            "        return torch.frombuffer(bytearray(s), dtype=x.dtype).to(x.device)\n",
+            extra="\nimport io, struct\n\n\ndef _raw(t):\n"
+            "    buf = io.BytesIO()\n"
+            "    torch.save(t, buf, _use_new_zipfile_serialization=False)\n"
+            "    return buf.getvalue()\n",
+        ),
+        {"guard"},
+        "python_fallback",
+    ),
+    (
+        "storage_element_fallback",  # each storage element is read through a tensor
+        "add",
+        add_attack(
+            "        n = x.numel()\n"
+            "        raw = [bytes(list(t.contiguous().cpu().untyped_storage())) for t in (x, y)]\n"
+            "        a, b = (struct.unpack(f'{n}f', r[: 4 * n]) for r in raw)\n"
+            "        s = struct.pack(f'{n}f', *[p + q for p, q in zip(a, b)])\n"
+            "        return torch.frombuffer(bytearray(s), dtype=x.dtype).to(x.device)\n",
+            extra="\nimport struct\n",
+        ),
+        {"guard"},
+        "python_fallback",
+    ),
     (
         "numpy_fallback",
         "add",

@@ -31,6 +31,7 @@ from upskills.verify.candidate_timing import (
     plain_tensor,
 )
 from upskills.verify.guards import SMALL_NUMEL, LaunchCounter, OpLog, ScalarFallback
+from upskills.verify.host_reads import wrap_host_reads
 from upskills.verify.interface import mismatch, signature_problem
 from upskills.verify.judge_rules import python_fallback
 from upskills.verify.library_snapshot import LibrarySnapshot, live_threads
@@ -132,7 +133,7 @@ class _Watch:
         self.scalars = 0
         self.threads_started = 0
         self.active = False
-        self._wrap_conversions(torch)
+        wrap_host_reads(self)  # tensor data read into Python, counted (guard (b))
         self._wrap_threads()
         dispatch_table.record_registrations()  # before the snapshot, which watches the wrappers
         self.snapshot = LibrarySnapshot()
@@ -147,21 +148,6 @@ class _Watch:
             sys.addaudithook(refuse_audit_hooks)  # no later hook is added (none can be removed)
             _INSTALLED.append(refuse_audit_hooks)
         self.dispatch = dispatch_table.snapshot()  # last: the kernels before the candidate's
-
-    def _wrap_conversions(self, torch: Any) -> None:
-        """Count tensor-to-Python conversions (NumPy/``tolist``/``item`` fallbacks)."""
-        watch = self
-        for name in ("tolist", "numpy", "item", "__array__"):
-            original = getattr(torch.Tensor, name, None)
-            if original is None:
-                continue
-
-            def counted(self: Any, *args: Any, __original: Any = original, **kwargs: Any) -> Any:
-                if watch.active and watch.counter.state.depth == 0:
-                    watch.scalars += max(1, int(self.numel()))
-                return __original(self, *args, **kwargs)
-
-            setattr(torch.Tensor, name, counted)
 
     def _wrap_threads(self) -> None:
         """Count every thread started while forward runs, by each way the interpreter starts one.

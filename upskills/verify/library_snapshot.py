@@ -34,6 +34,10 @@ def _watched_namespaces() -> dict[str, Any]:
         "threading": threading,
         "torch._C._DispatchModule": torch._C._DispatchModule,  # pyright: ignore  # dispatch_table
     }
+    spaces["torch.UntypedStorage"] = torch.UntypedStorage  # host_reads.py's wrappers
+    writer = getattr(torch._C, "PyTorchFileWriter", None)  # pyright: ignore[reportPrivateUsage]
+    if writer is not None:
+        spaces["torch._C.PyTorchFileWriter"] = writer
     if hasattr(torch.cuda, "Event"):
         spaces["torch.cuda.Event"] = torch.cuda.Event
     # The verifier's own code in the candidate's process: the loader, perturbation, timer and
