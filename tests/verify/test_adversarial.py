@@ -1083,18 +1083,25 @@ def _mended_and_unmended(
     add_task, source: str, option: str, also_off: tuple[str, ...] = ()
 ) -> tuple[Verdict, Verdict]:
     """A cheat checked on a 128M-element add with ``option`` on and off (with ``also_off``
-    off too), beside the honest add: the honest add passes, and the cheat passes more than
-    1.6x faster with it off (the hole the option closes). Returns the cheat's verdicts
-    ``(on, off)`` for the caller's asserts on how it was caught."""
+    off too), beside the honest add: the honest add passes, and with the option off the cheat
+    is refused by the watched-speed rule (the late trial's kernels are the honest ones, the
+    timed calls a quarter), and passes more than 1.6x faster with the late trial off too (the
+    hole the option closes; thirty-fourth session, H100: the two stack walkers' second line at
+    0.26x and 0.25x of their watched busy time). Returns the cheat's verdicts ``(on, off)``
+    for the caller's asserts on how it was caught."""
     big = _huge_add(add_task)
     options = CheckOptions(seeds=2, timeout_s=300, baselines=False, **{option: True})
-    unset = dict.fromkeys((option, *also_off), False)
+    unset = options.model_copy(update=dict.fromkeys((option, *also_off), False))
     with Verifier("cuda", options) as verifier:
         cheat = verifier.check(big, source)
         honest = verifier.check(big, GOOD_ADD)
-        off = verifier.check(big, source, options.model_copy(update=unset))
+        second_line = verifier.check(big, source, unset)
+        off = verifier.check(big, source, unset.model_copy(update={"late_trial": False}))
     print(f"{option} on:", cheat.message, "| honest:", honest.timing, "| off:", off.timing)
+    print("second line:", second_line.message)
     assert honest.passed and honest.timing is not None, honest.message
+    assert not second_line.passed and second_line.guard == "timed_result", second_line.message
+    assert "in the trial after them" in second_line.message, second_line.message
     assert off.passed and off.timing is not None, off.message
     assert off.timing.median_ms < 0.6 * honest.timing.median_ms, (off.timing, honest.timing)
     return cheat, off
@@ -1136,7 +1143,8 @@ def test_a_forward_that_reads_which_calls_are_kept_is_caught_by_the_audit(
     """The counting cheat's next step: it does not count, it reads which calls are kept. Each
     audit alone catches it: the timed calls' (fingerprints of every timed call, verified on
     calls drawn after the run) and the clock check's (the same for its back-to-back calls).
-    With both off it passes more than 1.6x faster than the honest add: the hole they close.
+    With both off it is refused by the watched-speed rule alone, and with the late trial off
+    too it passes more than 1.6x faster than the honest add: the hole they close.
     (The twenty-first session's H200 run showed the clock check's audit catching it with the
     timed calls' audit off.)
 
@@ -2109,9 +2117,10 @@ def test_a_timing_only_cheat_is_correct_code_outside_the_timer(
 def test_a_forward_that_forges_the_timers_list_is_caught_by_the_audited_clock_check(
     add_task, runtime_guards_only
 ):
-    """Unaudited, the clock check lands one call, which the forger computes alone: it passes
-    more than 1.6x faster than the honest add. Audited, every back-to-back call may be
-    verified, and the judge's clock sees the honest time against the forged events."""
+    """Unaudited, the clock check lands one call, which the forger computes alone: without
+    the late trial too it passes more than 1.6x faster than the honest add. Audited, every
+    back-to-back call may be verified, and the judge's clock sees the honest time against the
+    forged events."""
     cheat, _ = _mended_and_unmended(add_task, FORGE_TIMES, "audit_clock_calls")
     assert not cheat.passed and cheat.guard == "clock", cheat.message
 

@@ -248,6 +248,37 @@ def test_a_forward_reading_elements_one_by_one_is_stopped_at_the_limit():
     assert unlimited.scalars == 100
 
 
+def test_the_legacy_profile_is_parsed_only_when_its_events_are_read(
+    profiler: str, monkeypatch: pytest.MonkeyPatch
+):
+    """The legacy profiler's own exit parses every record at once: 176 s on this machine for
+    the million ops a forward iterating a 1M-element tensor makes before its 65th element
+    read stops it (the H100's trial ran past 150 s, 2026-12-05). A trial stopped so must not
+    wait for them; a trial judged reads them all, as before."""
+    if profiler != "legacy":
+        pytest.skip("Kineto's events were read lazily already")
+    from torch.autograd import profiler_legacy
+
+    real = profiler_legacy._parse_legacy_records  # pyright: ignore[reportPrivateUsage]
+    parsed: list[int] = []
+
+    def counted(records):
+        parsed.append(1)
+        return real(records)
+
+    monkeypatch.setattr(profiler_legacy, "_parse_legacy_records", counted)
+    log = OpLog()
+    with torch.no_grad(), shadow_profile() as shadow:
+        with make_op_recorder(log, LaunchState(), mark=shadow.mark):
+            torch.add(X, Y)
+    assert parsed == []
+    assert shadow.intact and shadow.unseen() == [] and parsed == [1]
+    with pytest.raises(RuntimeError), shadow_profile() as stopped:
+        torch.add(X, Y)
+        raise RuntimeError("the trial stops here")
+    assert parsed == [1] and stopped.events == []  # a failed trial's profile is never read
+
+
 def test_a_gpu_trials_profile_starts_after_the_timed_calls_flush(monkeypatch: pytest.MonkeyPatch):
     """The watched busy time is read from the cache the timed calls meet: L2 flushed (as
     before a timed call), the device synchronised, then the GPU's profile. Without the flush a
