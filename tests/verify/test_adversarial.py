@@ -294,6 +294,27 @@ CATALOGUE: list[tuple[str, str, str, set[str], str | None]] = [
         "static:",
     ),
     (
+        # NumPy reached as an attribute of torch.nn.functional, handed the tensors' memory
+        # through __array_interface__: no conversion called (thirty-fourth session's review:
+        # passed every CPU trial). Refused statically; a computed protocol name gets past
+        # that, and on a GPU the host copy it needs is refused at run time (guards.to_host)
+        "numpy_array_interface",
+        "add",
+        add_attack(
+            "        xc, yc = x.contiguous().cpu(), y.contiguous().cpu()\n"
+            "        out = torch.empty_like(xc)\n"
+            "        a, b, o = (F.np.asarray(_Mem(t)) for t in (xc, yc, out))\n"
+            "        F.np.add(a, b, out=o)\n"
+            "        return out.to(x.device)\n",
+            extra="\nimport torch.nn.functional as F\n\n\nclass _Mem:\n"
+            "    def __init__(self, t):\n"
+            "        self.__array_interface__ = {'data': (t.data_ptr(), False), "
+            "'shape': (t.numel(),), 'typestr': '<f4', 'version': 3}\n",
+        ),
+        {"guard"},
+        "static:python_fallback",
+    ),
+    (
         "torch_in_autotune_pre_hook",
         "add",
         """

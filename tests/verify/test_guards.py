@@ -296,3 +296,18 @@ def test_the_verifiers_own_kernels_are_not_counted_as_the_candidates_launches():
     run = counter._wrap(lambda *args, **kwargs: "ran")
     assert run(fused_kernel(), grid=(1,)) == "ran" and counter.state.launches == 0
     assert run(SimpleNamespace(), grid=(1,)) == "ran" and counter.state.launches == 1
+
+
+def test_elements_copied_from_a_gpu_tensor_to_the_host_are_counted():
+    """``guards.to_host`` reads devices only: a meta tensor stands in for a GPU's here (no CUDA
+    on this machine; the whole check of a host fallback is ``test_load_inline.py``'s GPU test).
+    Copies to the host count; host-to-host copies and copies to the device do not."""
+    import torch
+
+    from upskills.verify.guards import to_host
+
+    device, host = torch.empty(1000, device="meta"), torch.empty(1000)
+    assert to_host(((device,), {"device": "cpu"}), host.clone()) == 1000  # x.cpu()
+    assert to_host(((host, device), {}), host) == 1000  # host.copy_(x) returns host
+    assert to_host(((host,), {}), host.clone()) == 0
+    assert to_host(((host,), {"device": "cuda"}), device) == 0

@@ -303,3 +303,22 @@ def test_an_allowed_op_whose_kernel_the_extension_replaced_is_caught(
         # the trial's shadow profile speaks first; the imports are judged after the trials
         assert v.guard == "hidden_ops", v.message
         assert "aten::add inside aten::empty_like" in v.message, v.message
+
+
+@pytest.mark.gpu
+def test_a_host_loop_over_copies_of_the_gpu_inputs_is_a_host_fallback(
+    add_task, tmp_path, monkeypatch
+):
+    """On a GPU the C++ loop runs on host copies of the inputs: no aten op computes, and the
+    op recorder sees copies only. The copy to the host is what gives it away (guard (b)
+    ``python_fallback``, ``guards.to_host``; thirty-fourth session)."""
+    from upskills.verify import CheckOptions, Verifier
+
+    monkeypatch.setenv("TORCH_EXTENSIONS_DIR", str(tmp_path / "ext"))
+    source = CPP_CANDIDATE.replace("upskills_test_add_ext", "upskills_test_host_ext").replace(
+        "return _ext.FUNC(x.contiguous(), y.contiguous())",
+        "return _ext.add_loop(x.cpu().contiguous(), y.cpu().contiguous()).to(x.device)",
+    )
+    with Verifier("cuda", CheckOptions(seeds=1, timeout_s=300, baselines=False)) as verifier:
+        v = verifier.check(add_task, source)
+    assert v.guard == "python_fallback" and "to the host" in v.message, v.message

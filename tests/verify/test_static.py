@@ -89,6 +89,17 @@ HEADER = "import torch\nimport torch.nn as nn\nimport torch.nn.functional as F\n
         ("with torch.profiler.profile():\n    pass\n", "switch the op recorders off"),
         ("from torch.autograd import profiler\n", "switch the op recorders off"),
         ("import torch.autograd.profiler_legacy as pl\n", "switch the op recorders off"),
+        # 2026-12-05, thirty-fourth session: NumPy's add over __array_interface__ and
+        # data_ptr(), NumPy reached as torch.nn.functional.np, passed every CPU trial
+        ("import torch.nn.functional as F\nadd = F.np.add\n", "NumPy reached another way"),
+        ("s = torch.storage.np\n", "NumPy reached another way"),
+        ("import torch.nn.functional as F\nm = getattr(F, 'np')\n", "(e) getattr of 'np'"),
+        ("import operator\nf = operator.attrgetter('np')\n", "(e) operator.attrgetter of"),
+        ("class M:\n    __array_interface__ = {}\n", "'__array_interface__'"),
+        ("class M:\n    def __array_struct__(self):\n        return 0\n", "NumPy reached"),
+        ("M = type('M', (), {'__array_' + 'interface__': 1})\n", "'__array_'"),
+        ("def f(t):\n    return t.__array_namespace__()\n", "NumPy reached another way"),
+        ("d = dict(__array_interface__=1)\n", "NumPy reached another way"),
     ],
 )
 def test_static_guard_fires(body, needle):
@@ -107,6 +118,13 @@ def test_compute_calls_inside_a_triton_kernel_are_not_torch_calls():
         "@triton.jit\ndef k(a, b, c):\n    x = a @ b\n    tl.store(c, tl.sum(x, axis=0))\n"
     )
     assert issues_of(source) == []
+
+
+def test_a_name_np_of_the_candidates_own_is_not_numpy():
+    """``np`` is a common name for a count of programs: only a module's ``np`` is NumPy."""
+    body = "def grid(n):\n    np = triton.cdiv(n, 1024)\n    return (np,)\n\n\n"
+    body += "class Cfg:\n    def __init__(self):\n        self.np = 4\n        k = self.np\n"
+    assert issues_of(HEADER + body) == []
 
 
 def test_candidate_defining_its_own_model_may_name_it():

@@ -33,7 +33,7 @@ from upskills.verify.candidate_timing import (
 from upskills.verify.guards import SMALL_NUMEL, LaunchCounter, OpLog, ScalarFallback
 from upskills.verify.host_reads import wrap_host_reads
 from upskills.verify.interface import mismatch, signature_problem
-from upskills.verify.judge_rules import python_fallback
+from upskills.verify.judge_rules import host_copy, python_fallback
 from upskills.verify.library_snapshot import LibrarySnapshot, live_threads
 from upskills.verify.modes import (
     check_modes_left,
@@ -327,6 +327,8 @@ class CandidateHost(TimingRequests):
                 check_modes_left(before, VerdictStage.CORRECTNESS, self.display)
             if self.watch.scalars + log.scalars > SMALL_NUMEL:  # before the profile is read
                 raise ScalarFallback(self.watch.scalars + log.scalars)
+            if log.host_copied > SMALL_NUMEL:
+                raise host_copy(log.host_copied, self.display)
         except StageFailure:
             raise
         except ScalarFallback:

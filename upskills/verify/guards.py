@@ -323,6 +323,38 @@ class OpLog:
     """More such calls than this raise :class:`ScalarFallback` at once (a trial's recorder:
     a forward that reads a million elements one by one is a Python fallback by its 65th, and
     the profile of the rest would take minutes to read)."""
+    host_copied: int = 0
+    """Elements copied from a GPU tensor into a host tensor (:func:`to_host`)."""
+
+
+def to_host(args: Any, out: Any) -> int:
+    """Elements an op wrote into host tensors from a GPU tensor (``x.cpu()``, ``copy_``).
+
+    On the host only Python, NumPy or an extension's C++ reads them: none is a GPU kernel. A
+    C++ loop over a host copy's ``data_ptr`` runs no aten op the recorder sees (guard (b)
+    ``python_fallback``; found 2026-12-05, thirty-fourth session, with NumPy over
+    ``__array_interface__``, which passed every CPU trial).
+    """
+    if all(t.device.type == "cpu" for t in _tensors(args)):
+        return 0
+    return sum(t.numel() for t in _tensors(out) if t.device.type == "cpu")
+
+
+def _tensors(values: Any) -> list[Any]:
+    """The tensors in nested lists, tuples and dicts."""
+    import torch
+
+    found: list[Any] = []
+    stack = [values]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, torch.Tensor):
+            found.append(item)
+        elif isinstance(item, list | tuple):
+            stack.extend(cast("list[Any] | tuple[Any, ...]", item))
+        elif isinstance(item, dict):
+            stack.extend(cast(dict[Any, Any], item).values())
+    return found
 
 
 class ScalarFallback(Exception):
@@ -330,19 +362,7 @@ class ScalarFallback(Exception):
 
 
 def _max_numel(values: Any) -> int:
-    import torch
-
-    best = 0
-    stack = [values]
-    while stack:
-        item = stack.pop()
-        if isinstance(item, torch.Tensor):
-            best = max(best, item.numel())
-        elif isinstance(item, list | tuple):
-            stack.extend(cast("list[Any] | tuple[Any, ...]", item))
-        elif isinstance(item, dict):
-            stack.extend(cast(dict[Any, Any], item).values())
-    return best
+    return max((t.numel() for t in _tensors(values)), default=0)
 
 
 LAUNCHER_PACKAGES = ("triton", "torch", "numpy", "upskills")
@@ -443,6 +463,8 @@ def make_op_recorder(log: OpLog, state: LaunchState, mark: str | None = None) ->
                 out = func(*args, **kwargs)
             if state.depth == 0 or _candidate_code_in_launch(state):
                 log.ops.append(OpRecord(name, max(inputs, _max_numel(out))))
+                if name in DATA_MOVEMENT_OPS:
+                    log.host_copied += to_host((args, kwargs), out)
                 if name == "_local_scalar_dense":
                     log.scalars += 1
                     if log.scalar_limit is not None and log.scalars > log.scalar_limit:

@@ -50,6 +50,17 @@ def python_fallback(count: str, display: str, where: str = "") -> StageFailure:
     )
 
 
+def host_copy(count: int, display: str) -> StageFailure:
+    """Guard ``python_fallback``: a forward copied ``count`` GPU tensor elements to the host."""
+    return StageFailure(
+        ErrorClass.GUARD,
+        VerdictStage.GUARDS,
+        f"{display}: guard (b) forward copied {count} elements of GPU tensors to the host, where "
+        "only Python, NumPy or C++ reads them (a host fallback is not a GPU kernel)",
+        guard="python_fallback",
+    )
+
+
 def check_guards(reply: TrialDone, ref_work: set[str], where: str, display: str) -> None:
     """Run-time guards on what the candidate's process reported about one call."""
 

@@ -146,6 +146,10 @@ DUNDER_ATTRIBUTES = {
 CONVERSION_METHODS = {"tolist", "numpy", "__array__"}
 """Tensor methods that move the work to Python or NumPy."""
 
+NUMPY_WAYS = "(b) NumPy reached another way reads tensor memory outside your kernel"
+"""A module's ``np`` (``torch.nn.functional.np``), an array protocol's name: NumPy's add over
+``__array_interface__`` and ``data_ptr()`` passed every CPU trial (2026-12-05)."""
+
 HOOK_METHODS = {"_pop_mode", "_push_mode", "_set_dispatch_mode", "_disable_current_modes"}
 """Dispatch-mode internals (popping the op recorder)."""
 
@@ -233,6 +237,14 @@ class _GuardVisitor(ast.NodeVisitor):
             )
         )
 
+    def visit(self, node: ast.AST) -> None:
+        for field in ("id", "attr", "name", "arg", "value"):  # names, and strings that build them
+            word = getattr(node, field, None)
+            if isinstance(word, str) and "__array_" in word:
+                self._flag(node, f"{NUMPY_WAYS}: {word[:60]!r}", "python_fallback")
+                break
+        super().visit(node)
+
     def _resolve(self, node: ast.AST) -> str | None:
         name = dotted_name(node)
         if name is None:
@@ -295,7 +307,7 @@ class _GuardVisitor(ast.NodeVisitor):
             self._flag(node, f"(e) {name} with a computed name hides what it reaches", "dynamic")
         elif any(p in FRAME_ATTRIBUTES for p in parts):
             self._flag(node, f"(e) walking stack frames can reach the reference: {name}")
-        elif any(p.startswith("_") for p in parts):
+        elif any(p.startswith("_") or p == "np" for p in parts):
             self._flag(node, f"(e) {name} of a private name hides it", "dynamic")
 
     def visit_Attribute(self, node: ast.Attribute) -> None:
@@ -312,6 +324,9 @@ class _GuardVisitor(ast.NodeVisitor):
         elif node.attr in HOOK_METHODS:
             self._flag(node, f"(b) .{node.attr} pops or pushes the op recorder", "dispatch")
         full = self._resolve(node)
+        head = (dotted_name(node) or "").split(".")[0]
+        if node.attr == "np" and (head in self.aliases or head in self.module_names):
+            self._flag(node, f"{NUMPY_WAYS}: {full}", "python_fallback")
         if full is not None:
             if isinstance(node.ctx, ast.Load):
                 self._check_name(node, full)
@@ -474,7 +489,7 @@ class _GuardVisitor(ast.NodeVisitor):
                     )
                 if root is not None:
                     self._check_name(node, f"{root}.{key.value}")
-                    if key.value.startswith("_") or key.value in CONVERSION_METHODS:
+                    if key.value.startswith("_") or key.value in {*CONVERSION_METHODS, "np"}:
                         self._flag(node, f"(e) getattr of {key.value!r} hides it", "dynamic")
             else:
                 self._flag(
