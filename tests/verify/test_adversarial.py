@@ -315,6 +315,44 @@ CATALOGUE: list[tuple[str, str, str, set[str], str | None]] = [
         "static:python_fallback",
     ),
     (
+        # a bytearray wrapped as a tensor: a copy fills it, struct reads it, and the sum comes
+        # back the same way; no conversion is called (thirty-fourth session's review: passed
+        # every CPU trial). The copy into memory Python reads is the guard (guards.python_memory)
+        "python_buffer_fallback",
+        "add",
+        add_attack(
+            "        n = x.numel()\n"
+            "        a, b = (struct.unpack(f'{n}f', _bytes(t)) for t in (x, y))\n"
+            "        s = struct.pack(f'{n}f', *[p + q for p, q in zip(a, b)])\n"
+            "        return torch.frombuffer(bytearray(s), dtype=x.dtype).to(x.device)\n",
+            extra="\nimport struct\n\n\ndef _bytes(t):\n"
+            "    buf = bytearray(4 * t.numel())\n"
+            "    torch.frombuffer(buf, dtype=torch.float32).copy_(t.reshape(-1))\n"
+            "    return buf\n",
+        ),
+        {"guard"},
+        "python_fallback",
+    ),
+    (
+        # the inputs' copies moved into shared memory and read back through an mmap of the
+        # handle; the sum built with torch.tensor (the same review: passed every CPU trial)
+        "shared_memory_fallback",
+        "add",
+        add_attack(
+            "        n = x.numel()\n"
+            "        a, b = (struct.unpack(f'{n}f', _bytes(t.cpu())) for t in (x, y))\n"
+            "        return torch.tensor([p + q for p, q in zip(a, b)], device=x.device)\n",
+            extra="\nimport mmap\nimport struct\n\n\ndef _bytes(t):\n"
+            "    s = t.contiguous().clone().untyped_storage()\n"
+            "    s.share_memory_()\n"
+            "    fd, size = s._share_fd_cpu_()[:2]\n"
+            "    with mmap.mmap(fd, size, access=mmap.ACCESS_READ) as m:\n"
+            "        return bytes(m[: 4 * t.numel()])\n",
+        ),
+        {"guard"},
+        "python_fallback",
+    ),
+    (
         "torch_in_autotune_pre_hook",
         "add",
         """

@@ -33,7 +33,7 @@ from upskills.verify.candidate_timing import (
 from upskills.verify.guards import SMALL_NUMEL, LaunchCounter, OpLog, ScalarFallback
 from upskills.verify.host_reads import wrap_host_reads
 from upskills.verify.interface import mismatch, signature_problem
-from upskills.verify.judge_rules import host_copy, python_fallback
+from upskills.verify.judge_rules import host_fallback, python_fallback
 from upskills.verify.library_snapshot import LibrarySnapshot, live_threads
 from upskills.verify.modes import (
     check_modes_left,
@@ -319,6 +319,9 @@ class CandidateHost(TimingRequests):
         shadow = Shadow()
         recorder = guards.make_op_recorder(log, self.watch.counter.state, mark=shadow.mark)
         check_modes_left(mode_depths(), VerdictStage.CORRECTNESS, self.display, self.watch.modes)
+        state = self.watch.counter.state
+        state.inputs = frozenset(t.untyped_storage().data_ptr() for t in guards.tensors(inputs))
+        state.python_memory = 0
         self.watch.active = True
         try:
             with torch.no_grad(), shadow_profile(shadow, flush=flush), recorder:
@@ -328,7 +331,10 @@ class CandidateHost(TimingRequests):
             if self.watch.scalars + log.scalars > SMALL_NUMEL:  # before the profile is read
                 raise ScalarFallback(self.watch.scalars + log.scalars)
             if log.host_copied > SMALL_NUMEL:
-                raise host_copy(log.host_copied, self.display)
+                raise host_fallback(log.host_copied, self.display, gpu=True)
+            state.python_memory += guards.python_memory(out, state.inputs)  # returned as is
+            if state.python_memory > SMALL_NUMEL:
+                raise host_fallback(state.python_memory, self.display, gpu=False)
         except StageFailure:
             raise
         except ScalarFallback:

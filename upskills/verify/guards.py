@@ -69,6 +69,10 @@ class LaunchState:
     launcher's, and its ops are recorded."""
     ranges: list[tuple[int, int, str]] | None = None
     """Memory of the running interpreted launch's tensor arguments: (start, end, name)."""
+    inputs: frozenset[int] = frozenset()
+    """Storage addresses of the running trial's inputs (the judge's memory, not Python's)."""
+    python_memory: int = 0
+    """Elements the running trial moved through memory Python reads (:func:`python_memory`)."""
 
 
 class LaunchCounter:
@@ -87,6 +91,8 @@ class LaunchCounter:
             if kwargs.get("warmup") or getattr(args[0] if args else None, "_upskills_internal", 0):
                 return fn(*args, **kwargs)
             state.launches += 1
+            if state.depth == 0:  # an interpreted kernel reads and writes host memory too
+                state.python_memory += python_memory((args, kwargs), state.inputs)
             state.depth += 1
             state.launch_frames.append(sys._getframe())  # pyright: ignore[reportPrivateUsage]
             try:
@@ -335,12 +341,30 @@ def to_host(args: Any, out: Any) -> int:
     ``python_fallback``; found 2026-12-05, thirty-fourth session, with NumPy over
     ``__array_interface__``, which passed every CPU trial).
     """
-    if all(t.device.type == "cpu" for t in _tensors(args)):
+    if all(t.device.type == "cpu" for t in tensors(args)):
         return 0
-    return sum(t.numel() for t in _tensors(out) if t.device.type == "cpu")
+    return sum(t.numel() for t in tensors(out) if t.device.type == "cpu")
 
 
-def _tensors(values: Any) -> list[Any]:
+def python_memory(values: Any, inputs: frozenset[int]) -> int:
+    """Elements of host tensors over memory that Python reads and writes without a conversion.
+
+    ``torch.frombuffer`` or ``torch.asarray`` over a ``bytearray`` or an ``mmap``,
+    ``from_file``, shared memory: storages PyTorch's allocator did not make (not resizable) or
+    moved into shared memory, other than the trial's inputs (the judge's). A forward that
+    copies its inputs into one reads them with ``struct``; one that copies out of one, passes
+    one to a kernel or returns one wrote its output in Python (guard (b) ``python_fallback``;
+    found 2026-12-05, thirty-fourth session: that add passed every CPU trial).
+    """
+    total = 0
+    for t in {id(t): t for t in tensors(values) if t.device.type == "cpu"}.values():
+        storage = t.untyped_storage()
+        if (not storage.resizable() or storage.is_shared()) and storage.data_ptr() not in inputs:
+            total += t.numel()
+    return total
+
+
+def tensors(values: Any) -> list[Any]:
     """The tensors in nested lists, tuples and dicts."""
     import torch
 
@@ -362,7 +386,7 @@ class ScalarFallback(Exception):
 
 
 def _max_numel(values: Any) -> int:
-    return max((t.numel() for t in _tensors(values)), default=0)
+    return max((t.numel() for t in tensors(values)), default=0)
 
 
 LAUNCHER_PACKAGES = ("triton", "torch", "numpy", "upskills")
@@ -465,6 +489,8 @@ def make_op_recorder(log: OpLog, state: LaunchState, mark: str | None = None) ->
                 log.ops.append(OpRecord(name, max(inputs, _max_numel(out))))
                 if name in DATA_MOVEMENT_OPS:
                     log.host_copied += to_host((args, kwargs), out)
+                if name not in ALLOWED_OPS:
+                    state.python_memory += python_memory((args, kwargs, out), state.inputs)
                 if name == "_local_scalar_dense":
                     log.scalars += 1
                     if log.scalar_limit is not None and log.scalars > log.scalar_limit:

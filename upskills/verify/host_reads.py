@@ -9,6 +9,8 @@ each read as a number of elements (:attr:`~upskills.verify.candidate_host._Watch
 - a tensor's own conversions: ``tolist``, ``numpy``, ``item``, ``__array__``, ``__dlpack__``;
 - a tensor serialised (``torch.save`` and ``pickle``): ``PyTorchFileWriter.write_record`` for
   each storage's record, ``UntypedStorage._write_file`` for the legacy format pickling uses.
+- a storage's shared-memory handle (``_share_fd_cpu_``, ``_share_filename_cpu_``,
+  ``_get_shared_fd``: a file descriptor or name Python maps and reads with ``mmap``).
   Found 2026-12-05 (thirty-third session's review): ``torch.save`` into a ``BytesIO``, the
   storage's bytes read back through ``zipfile`` and ``struct``, the add done in Python and
   copied out by a Triton kernel passed every CPU trial.
@@ -43,6 +45,8 @@ def wrap_host_reads(watch: Any) -> None:
     for name in ("tolist", "numpy", "item", "__array__", "__dlpack__"):
         wrap(torch.Tensor, name, _numel)
     wrap(torch.UntypedStorage, "_write_file", _storage_elements)
+    for name in ("_share_fd_cpu_", "_share_filename_cpu_", "_get_shared_fd"):
+        wrap(torch.UntypedStorage, name, _storage_elements)  # a handle Python maps and reads
     writer = getattr(torch._C, "PyTorchFileWriter", None)  # pyright: ignore[reportPrivateUsage]
     if writer is not None:
         wrap(writer, "write_record", _record_elements)

@@ -50,13 +50,19 @@ def python_fallback(count: str, display: str, where: str = "") -> StageFailure:
     )
 
 
-def host_copy(count: int, display: str) -> StageFailure:
-    """Guard ``python_fallback``: a forward copied ``count`` GPU tensor elements to the host."""
+def host_fallback(count: int, display: str, gpu: bool) -> StageFailure:
+    """Guard ``python_fallback``: ``count`` elements went where Python (or C++) computes."""
+    how = (
+        f"copied {count} elements of GPU tensors to the host, where only Python, NumPy or C++ "
+        "reads them"
+        if gpu
+        else f"moved {count} elements through host memory that Python reads and writes without "
+        "a conversion (torch.frombuffer, mmap, shared memory)"
+    )
     return StageFailure(
         ErrorClass.GUARD,
         VerdictStage.GUARDS,
-        f"{display}: guard (b) forward copied {count} elements of GPU tensors to the host, where "
-        "only Python, NumPy or C++ reads them (a host fallback is not a GPU kernel)",
+        f"{display}: guard (b) forward {how} (a Python or host fallback is not a kernel)",
         guard="python_fallback",
     )
 
