@@ -353,6 +353,33 @@ CATALOGUE: list[tuple[str, str, str, set[str], str | None]] = [
         "python_fallback",
     ),
     (
+        # the same with no copy op: a Triton kernel copies each input into the buffer and the
+        # sum out of one (the launch's arguments are what give it away)
+        "python_buffer_through_kernels",
+        "add",
+        add_attack(
+            "        n = x.numel()\n"
+            "        a, b = (struct.unpack(f'{n}f', _bytes(t)) for t in (x, y))\n"
+            "        s = bytearray(struct.pack(f'{n}f', *[p + q for p, q in zip(a, b)]))\n"
+            "        out = torch.empty_like(x)\n"
+            "        _copy(torch.frombuffer(s, dtype=torch.float32), out)\n"
+            "        return out\n",
+            extra="\nimport struct\n\n\n@triton.jit\n"
+            "def copy_kernel(src, dst, n, BLOCK: tl.constexpr):\n"
+            "    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)\n"
+            "    tl.store(dst + offs, tl.load(src + offs, mask=offs < n), mask=offs < n)\n\n\n"
+            "def _copy(src, dst):\n"
+            "    n = src.numel()\n"
+            "    copy_kernel[(triton.cdiv(n, 1024),)](src, dst, n, BLOCK=1024)\n"
+            "\n\ndef _bytes(t):\n"
+            "    buf = bytearray(4 * t.numel())\n"
+            "    _copy(t.reshape(-1), torch.frombuffer(buf, dtype=torch.float32))\n"
+            "    return buf\n",
+        ),
+        {"guard"},
+        "python_fallback",
+    ),
+    (
         "torch_in_autotune_pre_hook",
         "add",
         """

@@ -91,8 +91,6 @@ class LaunchCounter:
             if kwargs.get("warmup") or getattr(args[0] if args else None, "_upskills_internal", 0):
                 return fn(*args, **kwargs)
             state.launches += 1
-            if state.depth == 0:  # an interpreted kernel reads and writes host memory too
-                state.python_memory += python_memory((args, kwargs), state.inputs)
             state.depth += 1
             state.launch_frames.append(sys._getframe())  # pyright: ignore[reportPrivateUsage]
             try:
@@ -125,6 +123,8 @@ class LaunchCounter:
 
         def bounded(interpreted: Any, *args: Any, **kwargs: Any) -> Any:
             names = list(getattr(interpreted, "arg_names", []))
+            if state.depth == 0:  # an interpreted kernel reads and writes host memory too
+                state.python_memory += python_memory((args, kwargs), state.inputs)
             state.ranges = _argument_ranges(names, args, kwargs)
             try:
                 return counted(interpreted, *args, **kwargs)
