@@ -337,9 +337,9 @@ def to_host(args: Any, out: Any) -> int:
     """Elements an op wrote into host tensors from a GPU tensor (``x.cpu()``, ``copy_``).
 
     On the host only Python, NumPy or an extension's C++ reads them: none is a GPU kernel. A
-    C++ loop over a host copy's ``data_ptr`` runs no aten op the recorder sees (guard (b)
-    ``python_fallback``; found 2026-12-05, thirty-fourth session, with NumPy over
-    ``__array_interface__``, which passed every CPU trial).
+    C++ loop over a host copy's ``data_ptr`` runs no aten op the recorder sees, nor does NumPy
+    over ``__array_interface__`` (guard (b) ``python_fallback``; thirty-fourth session's review,
+    2026-12-05).
     """
     if all(t.device.type == "cpu" for t in tensors(args)):
         return 0

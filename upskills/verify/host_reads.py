@@ -9,11 +9,13 @@ each read as a number of elements (:attr:`~upskills.verify.candidate_host._Watch
 - a tensor's own conversions: ``tolist``, ``numpy``, ``item``, ``__array__``, ``__dlpack__``;
 - a tensor serialised (``torch.save`` and ``pickle``): ``PyTorchFileWriter.write_record`` for
   each storage's record, ``UntypedStorage._write_file`` for the legacy format pickling uses.
-- a storage's shared-memory handle (``_share_fd_cpu_``, ``_share_filename_cpu_``,
-  ``_get_shared_fd``: a file descriptor or name Python maps and reads with ``mmap``).
   Found 2026-12-05 (thirty-third session's review): ``torch.save`` into a ``BytesIO``, the
   storage's bytes read back through ``zipfile`` and ``struct``, the add done in Python and
-  copied out by a Triton kernel passed every CPU trial.
+  copied out by a Triton kernel passed every CPU trial;
+- a storage's shared-memory handle (``_share_fd_cpu_``, ``_share_filename_cpu_``,
+  ``_get_shared_fd``): a file descriptor or name Python maps with ``mmap`` and reads
+  (thirty-fourth session's review; ``guards.python_memory`` sees the copy into shared memory
+  too).
 
 Calls from inside a kernel launch (the Triton interpreter converts to NumPy) do not count.
 Installed before the candidate's import; :mod:`upskills.verify.library_snapshot` watches the
