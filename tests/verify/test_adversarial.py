@@ -569,6 +569,7 @@ CPU_ONLY = {
     "race_invisible_on_cpu",
     "torch_inside_interpreted_kernel",
     "torch_in_a_helper_called_by_an_interpreted_kernel",
+    "python_buffer_through_kernels",  # a GPU kernel cannot take a host buffer's pointer
 }
 """Attacks on the interpreter itself (they cannot compile on a GPU)."""
 
