@@ -322,3 +322,54 @@ def test_a_host_loop_over_copies_of_the_gpu_inputs_is_a_host_fallback(
     with Verifier("cuda", CheckOptions(seeds=1, timeout_s=300, baselines=False)) as verifier:
         v = verifier.check(add_task, source)
     assert v.guard == "python_fallback" and "to the host" in v.message, v.message
+
+
+RAW_COPY_CANDIDATE = '''
+import struct
+
+import torch
+import torch.nn as nn
+from torch.utils.cpp_extension import load_inline
+
+_SRC = """
+#include <torch/extension.h>
+#include <cstring>
+
+void raw_copy(torch::Tensor dst, torch::Tensor src) {
+    std::memcpy(dst.data_ptr(), src.data_ptr(), src.numel() * src.element_size());
+}
+"""
+
+_ext = load_inline(name="upskills_test_raw_copy_ext", cpp_sources=_SRC, functions=["raw_copy"])
+
+
+def _bytes(t):
+    buf = bytearray(4 * t.numel())
+    _ext.raw_copy(torch.frombuffer(buf, dtype=torch.float32), t.contiguous())
+    return buf
+
+
+class ModelNew(nn.Module):
+    def forward(self, x, y):
+        n = x.numel()
+        a, b = (struct.unpack(f"{n}f", _bytes(t)) for t in (x, y))
+        s = bytearray(struct.pack(f"{n}f", *[p + q for p, q in zip(a, b)]))
+        out = torch.empty_like(x)
+        _ext.raw_copy(out, torch.frombuffer(s, dtype=torch.float32))
+        return out
+'''
+
+
+def test_an_extension_that_only_copies_through_python_buffers_is_a_python_fallback(
+    add_task, tmp_path, monkeypatch
+):
+    """The extension's ``memcpy`` moves the inputs into ``bytearray`` buffers and the sum out
+    of one; Python does the add. No aten op touches the buffers, so only the extension call's
+    arguments give it away (``guards.python_memory``; passed every CPU trial until the final
+    review of the thirty-fourth session)."""
+    from upskills.verify import CheckOptions, Verifier
+
+    monkeypatch.setenv("TORCH_EXTENSIONS_DIR", str(tmp_path / "ext"))
+    with Verifier("cpu", CheckOptions(seeds=1, timeout_s=300)) as verifier:
+        v = verifier.check(add_task, RAW_COPY_CANDIDATE)
+    assert v.guard == "python_fallback" and "host memory that Python reads" in v.message, v.message

@@ -320,8 +320,8 @@ class CandidateHost(TimingRequests):
         recorder = guards.make_op_recorder(log, self.watch.counter.state, mark=shadow.mark)
         check_modes_left(mode_depths(), VerdictStage.CORRECTNESS, self.display, self.watch.modes)
         state = self.watch.counter.state
-        state.inputs = frozenset(t.untyped_storage().data_ptr() for t in guards.tensors(inputs))
-        state.python_memory = 0
+        inputs_at = frozenset(t.untyped_storage().data_ptr() for t in guards.tensors(inputs))
+        state.inputs, state.python_memory = inputs_at, 0
         self.watch.active = True
         try:
             with torch.no_grad(), shadow_profile(shadow, flush=flush), recorder:
@@ -332,7 +332,7 @@ class CandidateHost(TimingRequests):
                 raise ScalarFallback(self.watch.scalars + log.scalars)
             if log.host_copied > SMALL_NUMEL:
                 raise host_fallback(log.host_copied, self.display, gpu=True)
-            state.python_memory += guards.python_memory(out, state.inputs)  # returned as is
+            state.python_memory += guards.python_memory(out, inputs_at)  # returned as is
             if state.python_memory > SMALL_NUMEL:
                 raise host_fallback(state.python_memory, self.display, gpu=False)
         except StageFailure:
@@ -346,7 +346,7 @@ class CandidateHost(TimingRequests):
                 describe_exception(exc, self.path, self.display),
             ) from exc
         finally:
-            self.watch.active = False
+            self.watch.active, state.inputs = False, None
         judge_shadow(shadow, log, self.display)
         # recorded in the late trial alone (flush set; watched_speed.py)
         self.gpu_busy_ms: float | None = shadow.gpu_busy_ms if flush is not None else None

@@ -69,8 +69,9 @@ class LaunchState:
     launcher's, and its ops are recorded."""
     ranges: list[tuple[int, int, str]] | None = None
     """Memory of the running interpreted launch's tensor arguments: (start, end, name)."""
-    inputs: frozenset[int] = frozenset()
-    """Storage addresses of the running trial's inputs (the judge's memory, not Python's)."""
+    inputs: frozenset[int] | None = None
+    """Storage addresses of the running trial's inputs (the judge's memory, not Python's);
+    None outside a trial, where nothing is counted (:func:`python_memory`)."""
     python_memory: int = 0
     """Elements the running trial moved through memory Python reads (:func:`python_memory`)."""
 
@@ -123,7 +124,7 @@ class LaunchCounter:
 
         def bounded(interpreted: Any, *args: Any, **kwargs: Any) -> Any:
             names = list(getattr(interpreted, "arg_names", []))
-            if state.depth == 0:  # an interpreted kernel reads and writes host memory too
+            if state.depth == 0 and state.inputs is not None:  # a kernel reads host memory too
                 state.python_memory += python_memory((args, kwargs), state.inputs)
             state.ranges = _argument_ranges(names, args, kwargs)
             try:
@@ -298,6 +299,8 @@ class _CountingModule:
 
             def call(*args: Any, **kwargs: Any) -> Any:
                 state.launches += 1
+                if state.inputs is not None:  # C++ copies into memory Python reads, too
+                    state.python_memory += python_memory((args, kwargs), state.inputs)
                 return value(*args, **kwargs)
 
             return call
@@ -489,7 +492,7 @@ def make_op_recorder(log: OpLog, state: LaunchState, mark: str | None = None) ->
                 log.ops.append(OpRecord(name, max(inputs, _max_numel(out))))
                 if name in DATA_MOVEMENT_OPS:
                     log.host_copied += to_host((args, kwargs), out)
-                if name not in ALLOWED_OPS:
+                if name not in ALLOWED_OPS and state.inputs is not None:
                     state.python_memory += python_memory((args, kwargs, out), state.inputs)
                 if name == "_local_scalar_dense":
                     log.scalars += 1
