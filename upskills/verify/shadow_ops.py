@@ -75,8 +75,7 @@ class Shadow:
         """
         if self._profile is not None:
             prof, self._profile = self._profile, None
-            found = getattr(prof, "function_events", None)  # the legacy profiler's
-            self._events = list(found if found is not None else prof.events())
+            self._events = list(prof.events())
         return self._events
 
     @events.setter
@@ -186,7 +185,6 @@ class _LegacyProfile:
     def __init__(self, legacy: Any) -> None:
         self._legacy = legacy
         self._records: Any = None
-        self.function_events: Any = None
 
     def __enter__(self) -> _LegacyProfile:
         import torch
