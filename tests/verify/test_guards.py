@@ -311,3 +311,35 @@ def test_elements_copied_from_a_gpu_tensor_to_the_host_are_counted():
     assert to_host(((host, device), {}), host) == 1000  # host.copy_(x) returns host
     assert to_host(((host,), {}), host.clone()) == 0
     assert to_host(((host,), {"device": "cuda"}), device) == 0
+
+
+def test_host_memory_handed_to_a_gpu_checks_kernels_is_counted():
+    """In a GPU trial, host tensors handed to a kernel or an extension's function count
+    (``guards.host_reach``): a kernel fills pinned host memory and C++ adds on the host. A CPU
+    check's kernels take host tensors, and outside a trial (the timed calls) nothing is counted.
+    A meta tensor stands in for a GPU's; the whole check is ``test_load_inline.py``'s GPU test."""
+    from types import SimpleNamespace
+
+    import torch
+
+    from upskills.verify.guards import LaunchCounter, _CountingModule
+
+    counter = LaunchCounter()
+    state = counter.state
+    launch = counter._wrap(lambda *args, **kwargs: "ran")
+    ext = _CountingModule(SimpleNamespace(add=lambda *args: "added"), counter)
+    host, device = torch.empty(1000), torch.empty(1000, device="meta")
+
+    def both() -> None:
+        assert launch(SimpleNamespace(), host, device, grid=(1,)) == "ran"
+        assert ext.add(device, [host]) == "added"
+
+    state.inputs = frozenset()
+    both()
+    assert state.host_reach == 0 and state.launches == 2  # a CPU check's trial
+    state.gpu = True
+    both()
+    assert state.host_reach == 2000
+    state.inputs = None
+    both()
+    assert state.host_reach == 2000 and state.launches == 6

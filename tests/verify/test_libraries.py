@@ -419,6 +419,52 @@ def test_imports_that_run_ops_out_of_the_recorders_sight_are_denied(symbol):
     assert symbol_rule(symbol) == "hidden_ops", symbol
 
 
+@pytest.mark.parametrize(
+    "symbol",
+    [
+        "cudaHostAlloc",
+        "cudaMallocHost",
+        "cudaHostRegister",
+        "cudaHostGetDevicePointer",
+        "cudaMallocManaged",
+        "__cudaRegisterManagedVar",
+        "cudaMemcpyFromSymbol",
+        "cudaMemcpyFromSymbolAsync",
+        "cuMemHostAlloc",
+        "cuMemAllocHost_v2",
+        "cuMemHostRegister_v2",
+        "cuMemAllocManaged",
+        "cuMemcpyDtoH_v2",
+        "cuMemcpyDtoHAsync_v2",
+        "_ZN2at4cuda24getPinnedMemoryAllocatorEv",  # at::cuda::getPinnedMemoryAllocator()
+        "_ZN2at4cuda23getCachingHostAllocatorEv",
+    ],
+)
+def test_imports_that_give_kernels_host_memory_are_denied(symbol):
+    """Host memory a kernel reaches, or a copy to the host by name, serves a C++ loop on the
+    host (thirty-fifth session's review)."""
+    assert symbol_rule(symbol) == "python_fallback", symbol
+    assert symbol_rule(symbol, triton_helper=True) is None
+
+
+@pytest.mark.parametrize(
+    "symbol",
+    [
+        "cudaMemcpy",  # its direction is an argument: the GPU's copy records judge it
+        "cudaMemcpyAsync",
+        "cudaMemcpyToSymbol",
+        "cudaMemsetAsync",
+        "cudaLaunchKernel",
+        "__cudaRegisterVar",
+        "__cudaRegisterFunction",
+        "cudaGetDeviceProperties_v2",
+        "cudaFuncSetAttribute",
+    ],
+)
+def test_the_cuda_runtime_an_honest_extension_imports_is_not_denied(symbol):
+    assert symbol_rule(symbol) is None, symbol
+
+
 def test_the_imports_of_an_honest_extension_are_not_denied():
     assert [s for s in HONEST_IMPORTS if symbol_rule(s)] == []
     # ATen's compute through the dispatcher is the op recorder's to judge, by size

@@ -78,6 +78,38 @@ torch::Tensor add_blas(torch::Tensor x, torch::Tensor y) {
     .replace("FUNC", "add_blas")
 )
 
+# Host memory a GPU kernel writes (pinned by ``cudaHostAlloc``), for a C++ loop to add on the
+# host: the name pasted by the preprocessor, out of the static guard's sight, and imported
+# weakly, so the extension loads on a machine without CUDA (thirty-fifth session's review).
+HOST_MEMORY_CANDIDATE = (
+    CPP_CANDIDATE.replace("upskills_test_add_ext", "upskills_test_host_memory_ext")
+    .replace('functions=["add_loop", "add_aten"]', 'functions=["add_host"]')
+    .replace(
+        "torch::Tensor add_aten(torch::Tensor x, torch::Tensor y) { return x + y; }",
+        """#define JOIN(a, b) a##b
+extern "C" int JOIN(cudaHo, stAlloc)(void** p, size_t n, unsigned int f) __attribute__((weak));
+
+torch::Tensor add_host(torch::Tensor x, torch::Tensor y) {
+    if (JOIN(cudaHo, stAlloc)) { void* p = nullptr; JOIN(cudaHo, stAlloc)(&p, 64, 0); }
+    return add_loop(x, y);
+}""",
+    )
+    .replace("FUNC", "add_host")
+)
+
+
+def test_an_extension_that_pins_host_memory_by_import_is_a_host_fallback(
+    add_task, tmp_path, monkeypatch
+):
+    """What the extension imports names the host memory the static guard could not read."""
+    from upskills.verify import CheckOptions, Verifier
+
+    monkeypatch.setenv("TORCH_EXTENSIONS_DIR", str(tmp_path / "ext"))
+    with Verifier("cpu", CheckOptions(seeds=1, timeout_s=300)) as verifier:
+        v = verifier.check(add_task, HOST_MEMORY_CANDIDATE)
+    assert v.guard == "python_fallback" and "cudaHostAlloc" in v.message, v.message
+    assert "gives its kernels host memory" in v.message, v.message
+
 
 # Found 2026-12-05: ATen's ``x + y`` inside the extension, where the op recorder (a
 # ``TorchDispatchMode``) is not called: on a thread of the extension's own (a new thread has
@@ -322,6 +354,116 @@ def test_a_host_loop_over_copies_of_the_gpu_inputs_is_a_host_fallback(
     with Verifier("cuda", CheckOptions(seeds=1, timeout_s=300, baselines=False)) as verifier:
         v = verifier.check(add_task, source)
     assert v.guard == "python_fallback" and "to the host" in v.message, v.message
+
+
+PINNED_CANDIDATE = '''
+import torch
+import torch.nn as nn
+import triton
+import triton.language as tl
+from torch.utils.cpp_extension import load_inline
+
+_SRC = """
+#include <torch/extension.h>
+
+void add_host(torch::Tensor a, torch::Tensor b, torch::Tensor c) {
+    const float* pa = a.data_ptr<float>();
+    const float* pb = b.data_ptr<float>();
+    float* pc = c.data_ptr<float>();
+    for (int64_t i = 0; i < a.numel(); ++i) pc[i] = pa[i] + pb[i];
+}
+"""
+
+_ext = load_inline(name="upskills_test_pinned_ext", cpp_sources=_SRC, functions=["add_host"])
+
+
+@triton.jit
+def copy_kernel(src, dst, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    tl.store(dst + offs, tl.load(src + offs, mask=offs < n), mask=offs < n)
+
+
+class ModelNew(nn.Module):
+    def forward(self, x, y):
+        n = x.numel()
+        grid = (triton.cdiv(n, 1024),)
+        pinned = {"pin_" + "memory": True}
+        a, b, c = (torch.empty(n, **pinned) for _ in range(3))
+        copy_kernel[grid](x, a, n, BLOCK=1024)  # the GPU writes host memory
+        copy_kernel[grid](y, b, n, BLOCK=1024)
+        torch.cuda.synchronize()
+        _ext.add_host(a, b, c)  # the add, on the host
+        out = torch.empty_like(x)
+        copy_kernel[grid](c, out, n, BLOCK=1024)
+        return out
+'''
+
+
+@pytest.mark.gpu
+def test_a_host_loop_over_pinned_memory_the_kernels_fill_is_a_host_fallback(
+    add_task, tmp_path, monkeypatch
+):
+    """Triton kernels copy the inputs into pinned host memory and the sum out of it; a C++ loop
+    adds on the host. No aten op computes and no copy op runs: the pinned allocations and the
+    host tensors handed to the kernels give it away (``guards.host_reach``; thirty-fifth
+    session's review, not yet run on a GPU)."""
+    from upskills.verify import CheckOptions, Verifier
+
+    monkeypatch.setenv("TORCH_EXTENSIONS_DIR", str(tmp_path / "ext"))
+    with Verifier("cuda", CheckOptions(seeds=1, timeout_s=300, baselines=False)) as verifier:
+        v = verifier.check(add_task, PINNED_CANDIDATE)
+    assert v.guard == "python_fallback" and "elements of host memory" in v.message, v.message
+
+
+MEMCPY_CANDIDATE = '''
+import torch
+import torch.nn as nn
+from torch.utils.cpp_extension import load_inline
+
+_CPP = "torch::Tensor add_copied(torch::Tensor x, torch::Tensor y);"
+_CUDA = """
+#include <torch/extension.h>
+#include <cuda_runtime.h>
+#include <vector>
+
+torch::Tensor add_copied(torch::Tensor x, torch::Tensor y) {
+    const int64_t n = x.numel();
+    const size_t bytes = n * sizeof(float);
+    std::vector<float> a(n), b(n);
+    cudaMemcpy(a.data(), x.data_ptr<float>(), bytes, (cudaMemcpyKind)2);
+    cudaMemcpy(b.data(), y.data_ptr<float>(), bytes, (cudaMemcpyKind)2);
+    for (int64_t i = 0; i < n; ++i) a[i] += b[i];
+    auto out = torch::empty_like(x);
+    cudaMemcpy(out.data_ptr<float>(), a.data(), bytes, (cudaMemcpyKind)1);
+    return out;
+}
+"""
+
+_ext = load_inline(
+    name="upskills_test_memcpy_ext", cpp_sources=_CPP, cuda_sources=_CUDA, functions=["add_copied"]
+)
+
+
+class ModelNew(nn.Module):
+    def forward(self, x, y):
+        return _ext.add_copied(x.contiguous(), y.contiguous())
+'''
+
+
+@pytest.mark.gpu
+def test_an_extensions_own_copy_to_the_host_is_a_host_fallback(add_task, tmp_path, monkeypatch):
+    """The extension copies the inputs into host memory it allocates itself (the direction an
+    integer, out of the static guard's sight), adds them in a C++ loop and copies the sum back.
+    Its arguments are device tensors and it imports nothing denied: the GPU's own copy records,
+    read in the late trial's profile, give it away (``shadow_ops.host_copy_bytes``;
+    thirty-fifth session's review, not yet run on a GPU)."""
+    from upskills.verify import CheckOptions, Verifier
+
+    monkeypatch.setenv("TORCH_EXTENSIONS_DIR", str(tmp_path / "ext"))
+    with Verifier("cuda", CheckOptions(seeds=1, timeout_s=400, baselines=False)) as verifier:
+        v = verifier.check(add_task, MEMCPY_CANDIDATE)
+    assert v.guard == "python_fallback", v.message
+    assert "bytes from the GPU to the host" in v.message, v.message
 
 
 RAW_COPY_CANDIDATE = '''

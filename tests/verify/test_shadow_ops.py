@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import types
 import warnings
+from typing import Any
 
 import pytest
 import torch
@@ -302,3 +303,38 @@ def test_a_gpu_trials_profile_starts_after_the_timed_calls_flush(monkeypatch: py
     with shadow_profile():
         calls.append("forward")
     assert calls == ["profile gpu=False", "forward"]
+
+
+def test_the_gpus_copies_to_the_host_are_read_from_their_records():
+    """``host_copy_bytes`` adds the sizes of the device-to-host copy records, read from Kineto's
+    typed metadata (torch 2.13) or its JSON (older torch). Stand-ins for the GPU's records here:
+    this machine has no CUDA; the whole check is ``test_load_inline.py``'s GPU test."""
+    from types import SimpleNamespace
+
+    cuda, cpu = SimpleNamespace(name="CUDA"), SimpleNamespace(name="CPU")
+
+    def record(name: str, device: Any = cuda, **fields: Any) -> Any:
+        return SimpleNamespace(name=name, device_type=device, **fields)
+
+    events = [
+        record("Memcpy DtoH (Device -> Pageable)", _metadata_json='"device": 0, "bytes": 4096'),
+        record("Memcpy DtoH (Device -> Pinned)", event_metadata=SimpleNamespace(bytes=1000)),
+        record("Memcpy DtoH (Device -> Pageable)", metadata_json='"bytes" : 24, "stream": 7'),
+        record("Memcpy HtoD (Pageable -> Device)", _metadata_json='"bytes": 9999'),
+        record("Memcpy DtoD (Device -> Device)", _metadata_json='"bytes": 9999'),
+        record("Memcpy DtoH (Device -> Pageable)", cpu, _metadata_json='"bytes": 9999'),
+        record("Memcpy DtoH (Device -> Pageable)"),  # no size: counts 0
+        record("aten::copy_", cpu),
+    ]
+    assert shadow_ops.host_copy_bytes(events) == 4096 + 1000 + 24
+    assert shadow_ops.host_copy_bytes([]) == 0
+
+
+def test_kinetos_profile_keeps_the_gpu_records_metadata():
+    """The metadata option exists in this torch, and the profile still records every op."""
+    assert shadow_ops._with_metadata() is not None
+    import torch
+
+    with shadow_ops.shadow_profile(kineto=True) as shadow:
+        torch.ones(4).add(1)
+    assert shadow.intact and any(e.name == "aten::add" for e in shadow.events)

@@ -100,6 +100,21 @@ HEADER = "import torch\nimport torch.nn as nn\nimport torch.nn.functional as F\n
         ("M = type('M', (), {'__array_' + 'interface__': 1})\n", "'__array_'"),
         ("def f(t):\n    return t.__array_namespace__()\n", "NumPy reached another way"),
         ("d = dict(__array_interface__=1)\n", "NumPy reached another way"),
+        # 2026-12-05, thirty-fifth session's review: host memory a GPU kernel reaches (pinned,
+        # registered, managed), or a copy to the host by name, then a C++ loop on the host
+        ("h = torch.empty(4096, pin_memory=True)\n", "host memory a GPU kernel reaches"),
+        ("def f(t):\n    return t.pin_memory()\n", "'pin_memory'"),
+        ("r = torch.cuda.cudart()\n", "'cudart'"),
+        ("from torch.cuda import cudart\n", "'cudart'"),
+        ("def f(r, p, n):\n    r.cudaHostRegister(p, n, 0)\n", "'HostRegister'"),
+        ("a = torch.cuda.memory.CUDAPluggableAllocator('a.so', 'f', 'g')\n", "Allocator"),
+        ("SRC = '#include <torch/extension.h>\\nvoid* p; cudaHostAlloc(&p, 64, 0);'\n", "Alloc"),
+        ("SRC = '__global__ void k() {}\\n__managed__ float buf[1 << 20];'\n", "'__managed__'"),
+        ("SRC = 'cudaMallocManaged(&p, n);'\n", "'MallocManaged'"),
+        ("SRC = 'cudaMemcpy(h, d, n, cudaMemcpyDeviceToHost);'\n", "'DeviceToHost'"),
+        ("SRC = 'cuMemcpyDtoH_v2(h, d, n);'\n", "'MemcpyDtoH'"),
+        ("SRC = 'cudaMemcpyFromSymbol(h, g_buf, n);'\n", "'FromSymbol'"),
+        ("SRC = 'at::cuda::getPinnedMemoryAllocator()'\n", "'PinnedMemoryAllocator'"),
     ],
 )
 def test_static_guard_fires(body, needle):
@@ -125,6 +140,22 @@ def test_a_name_np_of_the_candidates_own_is_not_numpy():
     body = "def grid(n):\n    np = triton.cdiv(n, 1024)\n    return (np,)\n\n\n"
     body += "class Cfg:\n    def __init__(self):\n        self.np = 4\n        k = self.np\n"
     assert issues_of(HEADER + body) == []
+
+
+DEVICE_COPIES = '''
+SRC = """#include <torch/extension.h>
+__constant__ float w[64];
+void f(float* d, const float* s, const float* h, size_t n) {
+    cudaMemcpyAsync(d, s, n, cudaMemcpyDeviceToDevice);
+    cudaMemcpyToSymbol(w, h, 64 * sizeof(float));
+}"""
+pinned_rows = 4
+'''
+
+
+def test_device_copies_and_constants_are_not_host_memory():
+    """Copies on the device, constants to the device and a name holding ``pinned`` pass."""
+    assert issues_of(HEADER + DEVICE_COPIES) == []
 
 
 def test_candidate_defining_its_own_model_may_name_it():

@@ -322,6 +322,7 @@ class CandidateHost(TimingRequests):
         state = self.watch.counter.state
         inputs_at = frozenset(t.untyped_storage().data_ptr() for t in guards.tensors(inputs))
         state.inputs, state.python_memory = inputs_at, 0
+        state.gpu, state.host_reach = self.device.startswith("cuda"), 0
         self.watch.active = True
         try:
             with torch.no_grad(), shadow_profile(shadow, flush=flush), recorder:
@@ -331,10 +332,12 @@ class CandidateHost(TimingRequests):
             if self.watch.scalars + log.scalars > SMALL_NUMEL:  # before the profile is read
                 raise ScalarFallback(self.watch.scalars + log.scalars)
             if log.host_copied > SMALL_NUMEL:
-                raise host_fallback(log.host_copied, self.display, gpu=True)
+                raise host_fallback(log.host_copied, self.display, "copied")
+            if state.host_reach > SMALL_NUMEL:
+                raise host_fallback(state.host_reach, self.display, "reach")
             state.python_memory += guards.python_memory(out, inputs_at)  # returned as is
             if state.python_memory > SMALL_NUMEL:
-                raise host_fallback(state.python_memory, self.display, gpu=False)
+                raise host_fallback(state.python_memory, self.display, "python")
         except StageFailure:
             raise
         except ScalarFallback:
@@ -346,7 +349,7 @@ class CandidateHost(TimingRequests):
                 describe_exception(exc, self.path, self.display),
             ) from exc
         finally:
-            self.watch.active, state.inputs = False, None
+            self.watch.active, state.inputs, state.gpu = False, None, False
         judge_shadow(shadow, log, self.display)
         # recorded in the late trial alone (flush set; watched_speed.py)
         self.gpu_busy_ms: float | None = shadow.gpu_busy_ms if flush is not None else None

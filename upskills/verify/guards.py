@@ -74,6 +74,11 @@ class LaunchState:
     None outside a trial, where nothing is counted (:func:`python_memory`)."""
     python_memory: int = 0
     """Elements the running trial moved through memory Python reads (:func:`python_memory`)."""
+    gpu: bool = False
+    """The running trial is a GPU check's: host memory its kernels reach counts."""
+    host_reach: int = 0
+    """Elements of host memory the running GPU trial pinned or gave its kernels
+    (:func:`host_reach`)."""
 
 
 class LaunchCounter:
@@ -92,6 +97,8 @@ class LaunchCounter:
             if kwargs.get("warmup") or getattr(args[0] if args else None, "_upskills_internal", 0):
                 return fn(*args, **kwargs)
             state.launches += 1
+            if state.gpu and state.depth == 0 and state.inputs is not None:
+                state.host_reach += host_reach((args, kwargs))  # pinned memory a kernel writes
             state.depth += 1
             state.launch_frames.append(sys._getframe())  # pyright: ignore[reportPrivateUsage]
             try:
@@ -301,6 +308,8 @@ class _CountingModule:
                 state.launches += 1
                 if state.inputs is not None:  # C++ copies into memory Python reads, too
                     state.python_memory += python_memory((args, kwargs), state.inputs)
+                    if state.gpu:  # and in a GPU check its C++ loops over host memory
+                        state.host_reach += host_reach((args, kwargs))
                 return value(*args, **kwargs)
 
             return call
@@ -365,6 +374,22 @@ def python_memory(values: Any, inputs: frozenset[int]) -> int:
         if (not storage.resizable() or storage.is_shared()) and storage.data_ptr() not in inputs:
             total += t.numel()
     return total
+
+
+PIN_OPS = frozenset({"pin_memory", "_pin_memory"})
+"""Ops that return pinned host memory (so do factories given ``pin_memory=True``)."""
+
+
+def host_reach(values: Any) -> int:
+    """Elements of host tensors handed to a GPU check's kernel or extension function.
+
+    A GPU check's inputs and outputs are device tensors, and its kernels have no use for host
+    memory. A kernel that writes its inputs into pinned host memory (which it reaches through
+    unified addressing), then an extension's C++ loop over it, computes on the host with no
+    aten op and no copy op to show it (guard (b) ``python_fallback``; thirty-fifth session's
+    review). Pinned allocations count too (:data:`PIN_OPS`, in the op recorder).
+    """
+    return sum(t.numel() for t in tensors(values) if t.device.type == "cpu")
 
 
 def tensors(values: Any) -> list[Any]:
@@ -494,6 +519,8 @@ def make_op_recorder(log: OpLog, state: LaunchState, mark: str | None = None) ->
                     log.host_copied += to_host((args, kwargs), out)
                 if name not in ALLOWED_OPS and state.inputs is not None:
                     state.python_memory += python_memory((args, kwargs, out), state.inputs)
+                if state.gpu and (name in PIN_OPS or kwargs.get("pin_memory")):
+                    state.host_reach += _max_numel(out)
                 if name == "_local_scalar_dense":
                     log.scalars += 1
                     if log.scalar_limit is not None and log.scalars > log.scalar_limit:

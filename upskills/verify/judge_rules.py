@@ -50,19 +50,29 @@ def python_fallback(count: str, display: str, where: str = "") -> StageFailure:
     )
 
 
-def host_fallback(count: int, display: str, gpu: bool) -> StageFailure:
-    """Guard ``python_fallback``: ``count`` elements went where Python (or C++) computes."""
-    how = (
-        f"copied {count} elements of GPU tensors to the host, where only Python, NumPy or C++ "
-        "reads them"
-        if gpu
-        else f"moved {count} elements through host memory that Python reads and writes without "
-        "a conversion (torch.frombuffer, mmap, shared memory)"
-    )
+HOST_FALLBACKS = {
+    "copied": "copied {n} elements of GPU tensors to the host, where only Python, NumPy or C++ "
+    "reads them",
+    "python": "moved {n} elements through host memory that Python reads and writes without a "
+    "conversion (torch.frombuffer, mmap, shared memory)",
+    "reach": "gave its GPU kernels or its C++ {n} elements of host memory (pinned, or host "
+    "tensors as arguments), which only a computation on the host needs",
+    "bytes": "copied {n} bytes from the GPU to the host (the GPU's own copy records), where "
+    "only C++, Python or NumPy reads them",
+}
+"""How a forward's work reached the host, by :func:`host_fallback`'s ``how``."""
+
+
+def host_fallback(count: int, display: str, how: str) -> StageFailure:
+    """Guard ``python_fallback``: ``count`` elements (or bytes) went where the host computes.
+
+    ``how``: a key of :data:`HOST_FALLBACKS`.
+    """
     return StageFailure(
         ErrorClass.GUARD,
         VerdictStage.GUARDS,
-        f"{display}: guard (b) forward {how} (a Python or host fallback is not a kernel)",
+        f"{display}: guard (b) forward {HOST_FALLBACKS[how].format(n=count)} (a Python or host "
+        "fallback is not a kernel)",
         guard="python_fallback",
     )
 

@@ -86,6 +86,24 @@ BACKEND_NAMESPACES = frozenset(
 like) call an op's kernel for that backend without the dispatcher. Found 2026-12-05: an
 extension returning ``at::cpu::add(x, y)`` passed as the candidate's kernel."""
 
+HOST_MEMORY_IMPORTS = re.compile(
+    r"^(?:cudaHostAlloc|cudaMallocHost|cudaHostRegister|cudaHostGetDevicePointer"
+    r"|cudaMallocManaged|__cudaRegisterManagedVar|cudaMemcpyFromSymbol\w*"
+    r"|cuMemHostAlloc|cuMemAllocHost|cuMemHostRegister|cuMemHostGetDevicePointer"
+    r"|cuMemAllocManaged|cuMemcpyDtoH\w*)(?:_v\d+)?$"
+)
+"""Imports that give a GPU kernel host memory (pinned, registered, managed) or copy to the host
+by name: an extension's C++ loop then computes on the host what the kernels only moved
+(guard ``python_fallback``; the static words behind them are :mod:`~upskills.verify.static_host`'s).
+``cudaMemcpy`` itself is not denied: honest extensions copy on the device with it, and its
+direction is an argument, which the GPU's own copy records show at run time
+(:func:`upskills.verify.shadow_ops.host_copy_bytes`)."""
+
+HOST_ALLOCATOR_NAMES = frozenset(
+    {"getPinnedMemoryAllocator", "getCachingHostAllocator", "getHostAllocator"}
+)
+"""PyTorch's pinned-memory allocators (``at::cuda::``, ``at::``), reached from C++."""
+
 OP_SUFFIX = re.compile(r"(?:_symint)?(?:_outf?)?$")
 """Suffixes of the per-backend functions of one op (``add_out``, ``add_outf``, ``add_symint``)."""
 
@@ -291,7 +309,7 @@ def nested_names(symbol: str) -> list[str]:
 
 
 def symbol_rule(name: str, triton_helper: bool = False) -> str | None:
-    """The guard an imported symbol breaks: ``vendor_library``, ``hidden_ops`` or None.
+    """The guard an imported symbol breaks (``vendor_library``, ``hidden_ops``, ...) or None.
 
     ``triton_helper``: the object is one of Triton's own helpers (:func:`_triton_helper`),
     which load the driver by name and call nothing of torch.
@@ -299,6 +317,10 @@ def symbol_rule(name: str, triton_helper: bool = False) -> str | None:
     if DENIED.match(name) or (LOADER.match(name) and not triton_helper):
         return "vendor_library"
     parts = nested_names(name)
+    if not triton_helper and (
+        HOST_MEMORY_IMPORTS.match(name) or HOST_ALLOCATOR_NAMES.intersection(parts)
+    ):
+        return "python_fallback"
     if parts[:1] in (["at"], ["c10"], ["torch"]) and HIDING_NAMES.intersection(parts[1:]):
         return "hidden_ops"
     if name.startswith("cupti") or parts[:1] == ["libkineto"]:
@@ -363,6 +385,8 @@ GUARD_MESSAGES = {
     "vendor_library": "calls a library to do the work",
     "hidden_ops": "runs PyTorch's ops where the op recorder cannot see them (past the "
     "dispatcher, inside a kernel it registers for an op, or on a thread or process of its own)",
+    "python_fallback": "gives its kernels host memory or copies to the host by name (pinned, "
+    "registered or managed memory, cuMemcpyDtoH): the work then runs on the host",
 }
 """What each import guard says the candidate's process did."""
 
@@ -371,7 +395,8 @@ def check_libraries(pid: int, uid: int, display: str) -> None:
     """Raise the guard of the first denied import the candidate's process linked.
 
     Denied: a vendor library's or ATen's compute, or a run-time loader outside Triton's helpers
-    (``vendor_library``); code that runs ops out of the op recorder's sight (``hidden_ops``).
+    (``vendor_library``); code that runs ops out of the op recorder's sight (``hidden_ops``);
+    host memory for kernels, or a copy to the host, by name (``python_fallback``).
     """
     hits = import_hits(pid, uid)
     if hits:

@@ -40,6 +40,7 @@ again (which it cannot know).
 from __future__ import annotations
 
 import functools
+import re
 import secrets
 from collections.abc import Generator
 from contextlib import contextmanager
@@ -166,10 +167,62 @@ def _profiler(gpu: bool, kineto: bool) -> Any:
         or profiler_legacy is None
         or not hasattr(profiler_legacy, "_parse_legacy_records")
     ):
-        return profile(activities=activities, record_shapes=True)
+        return profile(
+            activities=activities, record_shapes=True, experimental_config=_with_metadata()
+        )
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # its deprecation notice, in the candidate's stderr
         return _LegacyProfile(profiler_legacy.profile(record_shapes=True))  # pyright: ignore[reportDeprecated]
+
+
+def _with_metadata() -> Any:
+    """Kineto's config that keeps each GPU record's metadata (a copy's ``bytes``), or None.
+
+    ``expose_kineto_event_metadata`` is an experimental option (torch 2.13 has it); where this
+    torch lacks it, the copies' sizes are unknown and :func:`host_copy_bytes` reads 0.
+    """
+    try:
+        from torch._C._profiler import _ExperimentalConfig  # pyright: ignore[reportPrivateUsage]
+
+        return _ExperimentalConfig(expose_kineto_event_metadata=True)
+    except (ImportError, TypeError):
+        return None
+
+
+COPY_TO_HOST = "Memcpy DtoH"
+"""The start of a GPU copy record's name when it wrote host memory (``Memcpy DtoH (Device ->
+Pageable)``, ``... -> Pinned)``)."""
+
+_BYTES = re.compile(r'"bytes"\s*:\s*(\d+)')
+
+
+def host_copy_bytes(events: list[Any]) -> int:
+    """Bytes the GPU's own copy records say went from the device to the host.
+
+    The op recorder counts the copies PyTorch makes (``guards.to_host``); these records also
+    hold an extension's own ``cudaMemcpy`` to host memory it allocated, whose direction is an
+    argument no import shows, and a copy run out of the recorder's sight (guard (b)
+    ``python_fallback``; thirty-fifth session's review). A record without its size counts 0.
+    """
+    return sum(
+        _copy_size(e)
+        for e in events
+        if getattr(getattr(e, "device_type", None), "name", None) == "CUDA"
+        and str(getattr(e, "name", "")).startswith(COPY_TO_HOST)
+    )
+
+
+def _copy_size(event: Any) -> int:
+    """A copy record's ``bytes``, from its typed metadata or its metadata's JSON (0: neither)."""
+    fields = cast(dict[str, Any], vars(event))
+    size = getattr(fields.get("event_metadata"), "bytes", None)
+    if isinstance(size, int):
+        return size
+    for key in ("_metadata_json", "metadata_json"):
+        text = fields.get(key)
+        if isinstance(text, str) and (found := _BYTES.search(text)):
+            return int(found.group(1))
+    return 0
 
 
 class _LegacyProfile:
@@ -321,9 +374,12 @@ def judge_shadow(shadow: Shadow, log: OpLog, display: str) -> None:
     The profile must be the one the trial began. Ops that never reached the op recorder join
     the trial's op log, for the judge's rules on sizes, sums and the reference's copies; a
     compute op on more than ``SMALL_NUMEL`` elements among them fails here. Allocations and
-    views are left out (PyTorch's own ``torch.tensor`` hides some).
+    views are left out (PyTorch's own ``torch.tensor`` hides some). In a GPU check's late
+    trial, more than 512 bytes copied from the GPU to the host by the GPU's own records is
+    guard ``python_fallback`` (:func:`host_copy_bytes`).
     """
     from upskills.verify.guards import ALLOWED_OPS, DATA_MOVEMENT_OPS, SMALL_NUMEL, OpRecord
+    from upskills.verify.judge_rules import host_fallback
     from upskills.verify.verdict import ErrorClass, VerdictStage
     from upskills.verify.worker import StageFailure
 
@@ -353,3 +409,5 @@ def judge_shadow(shadow: Shadow, log: OpLog, display: str) -> None:
             "see it (its thread's dispatch keys changed, or its dispatch modes turned off): the "
             "compute must be the candidate's own kernels"
         )
+    if (copied := host_copy_bytes(shadow.events)) > 8 * SMALL_NUMEL:  # 64 elements of 8 bytes
+        raise host_fallback(copied, display, "bytes")

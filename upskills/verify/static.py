@@ -13,6 +13,7 @@ import ast
 from dataclasses import dataclass
 
 from upskills.verify.static_cpp import cpp_issues
+from upskills.verify.static_host import NUMPY_WAYS, word_rule
 from upskills.verify.verdict import ErrorClass
 
 PROFILERS = (
@@ -146,10 +147,6 @@ DUNDER_ATTRIBUTES = {
 CONVERSION_METHODS = {"tolist", "numpy", "__array__"}
 """Tensor methods that move the work to Python or NumPy."""
 
-NUMPY_WAYS = "(b) NumPy reached another way reads tensor memory outside your kernel"
-"""A module's ``np`` (``torch.nn.functional.np``), an array protocol's name: NumPy's add over
-``__array_interface__`` and ``data_ptr()`` passed every CPU trial (2026-12-05)."""
-
 HOOK_METHODS = {"_pop_mode", "_push_mode", "_set_dispatch_mode", "_disable_current_modes"}
 """Dispatch-mode internals (popping the op recorder)."""
 
@@ -240,8 +237,8 @@ class _GuardVisitor(ast.NodeVisitor):
     def visit(self, node: ast.AST) -> None:
         for field in ("id", "attr", "name", "arg", "value"):  # names, and strings that build them
             word = getattr(node, field, None)
-            if isinstance(word, str) and "__array_" in word:
-                self._flag(node, f"{NUMPY_WAYS}: {word[:60]!r}", "python_fallback")
+            if isinstance(word, str) and (found := word_rule(word)):  # static_host.py
+                self._flag(node, *found)
                 break
         super().visit(node)
 
@@ -277,6 +274,7 @@ class _GuardVisitor(ast.NodeVisitor):
             else:
                 head = alias.name.split(".")[0]
                 self.aliases.setdefault(head, head)
+        self.generic_visit(node)  # the names themselves (static_host.word_rule)
 
     def visit_ImportFrom(self, node: ast.ImportFrom) -> None:
         self._import_in_kernel(node)
@@ -290,6 +288,7 @@ class _GuardVisitor(ast.NodeVisitor):
             self._check_module(node, full)
             self._check_name(node, full)
             self.aliases[alias.asname or alias.name] = full
+        self.generic_visit(node)
 
     def _check_name(self, node: ast.AST, full: str) -> None:
         module, _, attr = full.rpartition(".")
