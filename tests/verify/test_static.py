@@ -115,6 +115,9 @@ HEADER = "import torch\nimport torch.nn as nn\nimport torch.nn.functional as F\n
         ("SRC = 'cuMemcpyDtoH_v2(h, d, n);'\n", "'MemcpyDtoH'"),
         ("SRC = 'cudaMemcpyFromSymbol(h, g_buf, n);'\n", "'FromSymbol'"),
         ("SRC = 'at::cuda::getPinnedMemoryAllocator()'\n", "'PinnedMemoryAllocator'"),
+        ("from cuda.bindings import driver\n", "another library's CUDA API"),
+        ("import cupy as cp\n", "another library's CUDA API"),
+        ("from numba import cuda\n", "another library's CUDA API"),
     ],
 )
 def test_static_guard_fires(body, needle):

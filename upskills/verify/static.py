@@ -13,7 +13,7 @@ import ast
 from dataclasses import dataclass
 
 from upskills.verify.static_cpp import cpp_issues
-from upskills.verify.static_host import NUMPY_WAYS, word_rule
+from upskills.verify.static_host import NUMPY_WAYS, OTHER_GPU_APIS, word_rule
 from upskills.verify.verdict import ErrorClass
 
 PROFILERS = (
@@ -59,6 +59,7 @@ FORBIDDEN_MODULES = {
     "triton.runtime.interpreter": "(e) detecting or changing the judge's interpreter",
     "triton.knobs": "(e) detecting or changing the judge's configuration",
     **dict.fromkeys(PROFILERS, PROFILERS_WHY),
+    **OTHER_GPU_APIS,
 }
 """Module (or package prefix) -> why importing it is rejected."""
 

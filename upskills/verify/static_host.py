@@ -22,6 +22,16 @@ literal of the source, C++ in strings included.
 
 from __future__ import annotations
 
+OTHER_GPU_APIS = dict.fromkeys(
+    ("cuda", "cupy", "cupyx", "numba", "pycuda", "jax", "jaxlib", "tensorflow"),
+    "(b) another library's CUDA API runs copies, streams and kernels no op recorder sees "
+    "(and its own kernels are not the candidate's)",
+)
+"""Modules that reach CUDA from Python beside PyTorch and Triton (cuda-python's
+``cuda.bindings``: ``cuMemcpy`` to any host address, ``cuMemHostAlloc``, streams of its own),
+or compute with a framework of their own. Not installed where the verifier runs today; refused
+before they are (thirty-fifth session's review)."""
+
 NUMPY_WAYS = "(b) NumPy reached another way reads tensor memory outside your kernel"
 """A module's ``np`` (``torch.nn.functional.np``), an array protocol's name: NumPy's add over
 ``__array_interface__`` and ``data_ptr()`` passed every CPU trial (2026-12-05)."""
