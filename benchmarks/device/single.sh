@@ -46,6 +46,9 @@
 #   TESTS="a b"      only these test ids, one at a time (words: no brackets or quotes; to pick
 #                    parametrised ids, TESTS_K="expr" adds pytest -k "expr")
 #   SESSIONS=tmp     first unpack the sessions that earlier calls' rounds judged on this machine
+#   SMOKE=1          before every other stage, benchmarks/device/smoke.py: an honest add's GPU check
+#                    and a copy record's size; the call stops there if the add fails
+#                    -> $OUT/smoke.json
 # Carry: .whl, and .kb / .corpus-cache where a stage needs them.
 # Usage: bash benchmarks/device/single.sh [BUDGET_S]
 set -uo pipefail
@@ -63,6 +66,14 @@ mkdir -p "$UPSKILLS_CACHE_DIR"
 # here since: the unpacked folders replace the carried ones.
 if [ "${SESSIONS:-}" = tmp ] && [ -f /tmp/upskills-sessions.tgz ]; then
   tar xzf /tmp/upskills-sessions.tgz && echo "earlier calls' sessions unpacked"
+fi
+
+# SMOKE=1: one honest GPU check and one copy record first (benchmarks/device/smoke.py); if the
+# honest add does not pass, no later stage runs (their checks would all fail alike).
+if [ "${SMOKE:-0}" = 1 ]; then
+  timeout 300 python3 benchmarks/device/smoke.py "$OUT/smoke.json"; rc=$?
+  echo "smoke exit $rc at $(( $(date +%s) - start )) s"
+  if [ "$rc" -ne 0 ]; then echo "the honest GPU check did not pass: later stages skipped"; exit 1; fi
 fi
 
 if [ "${FLUSH:-0}" = 1 ]; then
