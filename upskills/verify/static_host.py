@@ -1,4 +1,4 @@
-"""Words a candidate's source holds only to compute on the host (static rule ``python_fallback``).
+"""Words and modules a candidate's source holds only to compute on the host, or beside PyTorch.
 
 Split from :mod:`upskills.verify.static` (2026-12-05, thirty-fifth session), which holds the
 visitor; this module holds the words, read in every name, attribute, keyword and string
@@ -18,6 +18,8 @@ literal of the source, C++ in strings included.
   extension's imports (``libraries.HOST_MEMORY_IMPORTS``) and, at run time, the pinned
   allocations and host tensors handed to a GPU check's kernels (``guards``) and the GPU's own
   copy records (``shadow_ops.host_copy_bytes``).
+- Other libraries' CUDA APIs (:data:`OTHER_GPU_APIS`, refused as imports by
+  ``static.FORBIDDEN_MODULES``).
 """
 
 from __future__ import annotations
