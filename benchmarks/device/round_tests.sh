@@ -15,16 +15,17 @@ left() { echo $((budget - $(date +%s) + start - ${1:-0})); }
 par=(-n 6); python3 -c "import xdist" 2>/dev/null || par=()
 timed=(tests/kernels/test_known_kernels.py::test_good_kernel_passes_on_cuda_and_is_timed
   tests/verify/test_profile.py tests/verify/test_adversarial.py tests/verify/test_gpu.py
-  tests/agent/test_gpu.py tests/lift/test_gpu.py tests/distill/test_gpu_distill.py)
+  tests/agent/test_gpu.py tests/lift/test_gpu.py tests/distill/test_gpu_distill.py
+  tests/verify/test_load_inline.py)
 untimed=(tests); for t in "${timed[@]}"; do untimed+=(--deselect "$t"); done
 gpu_tests() {
   export CUDA_VISIBLE_DEVICES=1 UPSKILLS_CACHE_DIR=/tmp/cache1 UPSKILLS_KERNEL_REPORT="$OUT/known_kernels.jsonl"
   local s; s=$(left 200)
-  timeout -s INT -k 20 "$s" python3 -m pytest -m gpu -rfEs -p no:benchmark -p no:cacheprovider \
+  timeout -s INT -k 20 "$s" python3 -m pytest -m gpu --run-slow -rfEs -p no:benchmark -p no:cacheprovider \
     --timeout=120 "${par[@]}" "${untimed[@]}" > "$OUT/gpu_tests_1.log" 2>&1
   echo "pytest exit $? (untimed)" >> "$OUT/gpu_tests_1.log"
   s=$(left 10)
-  timeout -s INT -k 20 "$s" python3 -m pytest -m gpu -rfEs -p no:benchmark -p no:cacheprovider \
+  timeout -s INT -k 20 "$s" python3 -m pytest -m gpu --run-slow -rfEs -p no:benchmark -p no:cacheprovider \
     -p no:xdist --timeout=150 "${timed[@]}" >> "$OUT/gpu_tests_1.log" 2>&1
   echo "pytest exit $? (timed, one at a time)" >> "$OUT/gpu_tests_1.log"
 }

@@ -41,7 +41,8 @@
 #                    from the committed ablation cache (carry .kb), its CUDA kernels built all at
 #                    once first (ABLATE_BUILD=0: not, an earlier call on this start built them)
 #                    -> $OUT/ablations.jsonl
-#   TESTS=1          the GPU test suite (-m gpu): untimed tests with 8 xdist workers, then the
+#   TESTS=1          the GPU test suite (-m gpu --run-slow: the GPU tests marked slow too, which
+#                    -m gpu alone skipped until the thirty-fifth session): untimed tests with 8 xdist workers, then the
 #                    tests that need a timed verdict one at a time -> $OUT/gpu_tests.log
 #   TESTS="a b"      only these test ids, one at a time (words: no brackets or quotes; to pick
 #                    parametrised ids, TESTS_K="expr" adds pytest -k "expr")
@@ -212,20 +213,21 @@ fi
 if [ "${TESTS:-}" = 1 ]; then
   timed=(tests/kernels/test_known_kernels.py::test_good_kernel_passes_on_cuda_and_is_timed
     tests/verify/test_profile.py tests/verify/test_adversarial.py tests/verify/test_gpu.py
-    tests/agent/test_gpu.py tests/lift/test_gpu.py tests/distill/test_gpu_distill.py)
+    tests/agent/test_gpu.py tests/lift/test_gpu.py tests/distill/test_gpu_distill.py
+    tests/verify/test_load_inline.py)
   untimed=(tests); for t in "${timed[@]}"; do untimed+=(--deselect "$t"); done
   par=(-n 8); python3 -c "import xdist" 2>/dev/null || par=()
-  timeout -s INT -k 20 "$(left 200)" python3 -m pytest -m gpu -rfEs -p no:benchmark -p no:cacheprovider \
+  timeout -s INT -k 20 "$(left 200)" python3 -m pytest -m gpu --run-slow -rfEs -p no:benchmark -p no:cacheprovider \
     --timeout=120 "${par[@]}" "${untimed[@]}" > "$OUT/gpu_tests.log" 2>&1
   echo "pytest exit $? (untimed)" >> "$OUT/gpu_tests.log"
-  timeout -s INT -k 20 "$(left 20)" python3 -m pytest -m gpu -rfEs -p no:benchmark -p no:cacheprovider \
+  timeout -s INT -k 20 "$(left 20)" python3 -m pytest -m gpu --run-slow -rfEs -p no:benchmark -p no:cacheprovider \
     -p no:xdist --timeout=150 "${timed[@]}" >> "$OUT/gpu_tests.log" 2>&1
   echo "pytest exit $? (timed, one at a time)" >> "$OUT/gpu_tests.log"
 elif [ -n "${TESTS:-}" ]; then
   # -rP: a passing test's printed output too (which guard refused a cheat, the timings beside
   # it); the twenty-fifth session's stream-query test passed with none of it on record
   # shellcheck disable=SC2086
-  timeout -s INT -k 20 "$(left 20)" python3 -m pytest -m gpu -rfEsP -p no:benchmark -p no:cacheprovider \
+  timeout -s INT -k 20 "$(left 20)" python3 -m pytest -m gpu --run-slow -rfEsP -p no:benchmark -p no:cacheprovider \
     -p no:xdist --timeout=150 $TESTS ${TESTS_K:+-k "$TESTS_K"} > "$OUT/gpu_tests.log" 2>&1
   echo "pytest exit $?" >> "$OUT/gpu_tests.log"
 fi
