@@ -355,7 +355,7 @@ def to_host(args: Any, out: Any) -> int:
     """
     if all(t.device.type == "cpu" for t in tensors(args)):
         return 0
-    return sum(t.numel() for t in tensors(out) if t.device.type == "cpu")
+    return host_reach(out)
 
 
 def python_memory(values: Any, inputs: frozenset[int]) -> int:
@@ -381,13 +381,14 @@ PIN_OPS = frozenset({"pin_memory", "_pin_memory"})
 
 
 def host_reach(values: Any) -> int:
-    """Elements of host tensors handed to a GPU check's kernel or extension function.
+    """Elements of host tensors among ``values`` (a GPU check's kernel or C++ arguments).
 
-    A GPU check's inputs and outputs are device tensors, and its kernels have no use for host
-    memory. A kernel that writes its inputs into pinned host memory (which it reaches through
-    unified addressing), then an extension's C++ loop over it, computes on the host with no
-    aten op and no copy op to show it (guard (b) ``python_fallback``; thirty-fifth session's
-    review). Pinned allocations count too (:data:`PIN_OPS`, in the op recorder).
+    :func:`to_host` counts an op's host outputs with it too. A GPU check's inputs and outputs
+    are device tensors, and its kernels have no use for host memory. A kernel that writes its
+    inputs into pinned host memory (which it reaches through unified addressing), then an
+    extension's C++ loop over it, computes on the host with no aten op and no copy op to show
+    it (guard (b) ``python_fallback``; thirty-fifth session's review). Pinned allocations count
+    too (:data:`PIN_OPS`, in the op recorder).
     """
     return sum(t.numel() for t in tensors(values) if t.device.type == "cpu")
 

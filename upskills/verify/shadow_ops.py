@@ -178,8 +178,9 @@ def _profiler(gpu: bool, kineto: bool) -> Any:
 def _with_metadata() -> Any:
     """Kineto's config that keeps each GPU record's metadata (a copy's ``bytes``), or None.
 
-    ``expose_kineto_event_metadata`` is an experimental option (torch 2.13 has it); where this
-    torch lacks it, the copies' sizes are unknown and :func:`host_copy_bytes` reads 0.
+    ``expose_kineto_event_metadata`` is an experimental option (torch 2.11 and 2.13 have it; on
+    an H100 with 2.11 a 1 MiB copy's record read 1048576 bytes, ``benchmarks/device/smoke.py``);
+    where a torch lacks it, the copies' sizes are unknown and :func:`host_copy_bytes` reads 0.
     """
     try:
         from torch._C._profiler import _ExperimentalConfig  # pyright: ignore[reportPrivateUsage]
@@ -207,9 +208,13 @@ def host_copy_bytes(events: list[Any]) -> int:
     return sum(
         _copy_size(e)
         for e in events
-        if getattr(getattr(e, "device_type", None), "name", None) == "CUDA"
-        and str(getattr(e, "name", "")).startswith(COPY_TO_HOST)
+        if _on_gpu(e) and str(getattr(e, "name", "")).startswith(COPY_TO_HOST)
     )
+
+
+def _on_gpu(event: Any) -> bool:
+    """Is this a record of the GPU's (a kernel, a copy, a fill), not of the host?"""
+    return getattr(getattr(event, "device_type", None), "name", None) == "CUDA"
 
 
 def _copy_size(event: Any) -> int:
@@ -262,11 +267,7 @@ class _LegacyProfile:
 
 def gpu_busy_ms(events: list[Any]) -> float | None:
     """The union of the GPU events' time ranges, in ms (None where there is no GPU event)."""
-    spans = sorted(
-        (e.time_range.start, e.time_range.end)
-        for e in events
-        if getattr(getattr(e, "device_type", None), "name", None) == "CUDA"
-    )
+    spans = sorted((e.time_range.start, e.time_range.end) for e in events if _on_gpu(e))
     return None if not spans else busy_us(spans) / 1000.0
 
 
