@@ -21,11 +21,11 @@ untimed=(tests); for t in "${timed[@]}"; do untimed+=(--deselect "$t"); done
 gpu_tests() {
   export CUDA_VISIBLE_DEVICES=1 UPSKILLS_CACHE_DIR=/tmp/cache1 UPSKILLS_KERNEL_REPORT="$OUT/known_kernels.jsonl"
   local s; s=$(left 200)
-  timeout -s INT -k 20 "$s" python3 -m pytest -m gpu --run-slow -rfEs -p no:benchmark -p no:cacheprovider \
+  timeout -s INT -k 20 "$s" python3 -m pytest -m gpu --run-slow -rfEsp -p no:benchmark -p no:cacheprovider \
     --timeout=120 "${par[@]}" "${untimed[@]}" > "$OUT/gpu_tests_1.log" 2>&1
   echo "pytest exit $? (untimed)" >> "$OUT/gpu_tests_1.log"
   s=$(left 10)
-  timeout -s INT -k 20 "$s" python3 -m pytest -m gpu --run-slow -rfEs -p no:benchmark -p no:cacheprovider \
+  timeout -s INT -k 20 "$s" python3 -m pytest -m gpu --run-slow -rfEsp -p no:benchmark -p no:cacheprovider \
     -p no:xdist --timeout=150 "${timed[@]}" >> "$OUT/gpu_tests_1.log" 2>&1
   echo "pytest exit $? (timed, one at a time)" >> "$OUT/gpu_tests_1.log"
 }

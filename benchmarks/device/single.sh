@@ -217,17 +217,17 @@ if [ "${TESTS:-}" = 1 ]; then
     tests/verify/test_load_inline.py)
   untimed=(tests); for t in "${timed[@]}"; do untimed+=(--deselect "$t"); done
   par=(-n 8); python3 -c "import xdist" 2>/dev/null || par=()
-  timeout -s INT -k 20 "$(left 200)" python3 -m pytest -m gpu --run-slow -rfEs -p no:benchmark -p no:cacheprovider \
+  timeout -s INT -k 20 "$(left 200)" python3 -m pytest -m gpu --run-slow -rfEsp -p no:benchmark -p no:cacheprovider \
     --timeout=120 "${par[@]}" "${untimed[@]}" > "$OUT/gpu_tests.log" 2>&1
   echo "pytest exit $? (untimed)" >> "$OUT/gpu_tests.log"
-  timeout -s INT -k 20 "$(left 20)" python3 -m pytest -m gpu --run-slow -rfEs -p no:benchmark -p no:cacheprovider \
+  timeout -s INT -k 20 "$(left 20)" python3 -m pytest -m gpu --run-slow -rfEsp -p no:benchmark -p no:cacheprovider \
     -p no:xdist --timeout=150 "${timed[@]}" >> "$OUT/gpu_tests.log" 2>&1
   echo "pytest exit $? (timed, one at a time)" >> "$OUT/gpu_tests.log"
 elif [ -n "${TESTS:-}" ]; then
   # -rP: a passing test's printed output too (which guard refused a cheat, the timings beside
   # it); the twenty-fifth session's stream-query test passed with none of it on record
   # shellcheck disable=SC2086
-  timeout -s INT -k 20 "$(left 20)" python3 -m pytest -m gpu --run-slow -rfEsP -p no:benchmark -p no:cacheprovider \
+  timeout -s INT -k 20 "$(left 20)" python3 -m pytest -m gpu --run-slow -rfEspP -p no:benchmark -p no:cacheprovider \
     -p no:xdist --timeout=150 $TESTS ${TESTS_K:+-k "$TESTS_K"} > "$OUT/gpu_tests.log" 2>&1
   echo "pytest exit $?" >> "$OUT/gpu_tests.log"
 fi

@@ -36,7 +36,7 @@ pytest_gpu() {  # pytest_gpu GPU SECONDS ARGS...  (appends to $OUT/gpu_tests_GPU
   [ "$s" -gt 20 ] || { echo "skipped, no time left: $*" >> "$OUT/gpu_tests_$g.log"; return; }
   CUDA_VISIBLE_DEVICES=$g UPSKILLS_CACHE_DIR=/tmp/cache$g \
     UPSKILLS_KERNEL_REPORT="$OUT/known_kernels.jsonl" \
-    timeout -s INT -k 20 "$s" python3 -m pytest -m gpu --run-slow -rfEs -p no:benchmark -p no:cacheprovider \
+    timeout -s INT -k 20 "$s" python3 -m pytest -m gpu --run-slow -rfEsp -p no:benchmark -p no:cacheprovider \
     --timeout="${TEST_TIMEOUT_S:-120}" --durations=10 "$@" >> "$OUT/gpu_tests_$g.log" 2>&1
   echo "pytest exit $? (GPU $g: $*)" >> "$OUT/gpu_tests_$g.log"
 }
