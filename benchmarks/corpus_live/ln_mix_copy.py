@@ -6,7 +6,7 @@ Round 35 (``docs/design/corpus.md``) found s21's row period at 11.0 us, 72% of t
 ceiling, whatever the row's sync did (s25 narrowed the straggler's drift; the period stayed).
 This asks whether the traffic alone costs that: y = x over 40_LayerNorm's [16, 4194304] fp32
 (268 + 268 MB), timed by the verifier's own timer (``time_cuda``, write flush) in one process,
-eight ways, each against the first:
+eleven ways, each against the first:
 
 - ``flat``: a grid-stride float4 copy (what the copy ceiling measures);
 - ``rows``: s21's grid and slices (256 CTAs of 256 threads, 16384 columns each), every CTA
@@ -25,7 +25,15 @@ eight ways, each against the first:
   two rows by parity) instead of re-read from L2: x crosses L2 once, nothing is re-read;
 - ``s21_parked_synced``: the same with the row's barrier;
 - ``s21_order_balanced``: ``s21_order`` on two CTAs on every SM (264 on the H200, where s21's
-  256 leave 8 SMs with one: s24's grid), each a slightly smaller slice (masked, as s21 masks).
+  256 leave 8 SMs with one: s24's grid), each a slightly smaller slice (masked, as s21 masks);
+- ``s21_fused``: s21's loads, stores and hints in one loop per row: chunk by chunk, S(r + 1)'s
+  load and N(r)'s store together (added in the thirty-sixth session, before any variant had
+  run). s21 runs S(r + 1) and then N(r), and its CTAs keep in step with the row's barrier, so
+  the grid may read DRAM in one phase and write it in the next; a copy does both at once;
+- ``s21_fused_synced``: the same with the row's barrier, which the fused loop leaves no slack
+  (row r's last arrival ends the loop before N(r));
+- ``s21_fused_lead2_synced``: S(r + 2) with N(r), one loop of slack, three held sets of 6
+  columns (a LayerNorm kernel has registers for about that many beside its weight and bias).
 
 ``flat`` near the ceiling and ``s21_order`` at ~72% would say the mix of reads and writes is
 what costs, and then ``s21_parked`` and ``s21_plain`` say whether the L2 re-read or the hints
@@ -34,6 +42,8 @@ trade them for L2 reads: worth a kernel only if ``s21_parked`` is much faster), 
 ``s21_order_balanced`` whether s24's grid costs a copy too (round 34: s24, s21 on 264 CTAs,
 ran 11% slower, its grid and its extra spills not separated);
 ``s21_order`` near ``flat`` and ``s21_order_synced`` at ~72% would say the row's barrier is.
+``s21_fused`` near ``flat`` where ``s21_order`` is not would say the phases cost, and the two
+synced fused variants whether a kernel shaped so can keep the gain with the row's barrier.
 A diagnostic, never a candidate. Prints a table and writes JSON to ``--out``.
 """
 
@@ -53,7 +63,7 @@ CUDA_SRC = r"""
 #include <ATen/cuda/CUDAContext.h>
 #include <c10/cuda/CUDAException.h>
 
-constexpr int T = 256, PER4 = 16, HOLD = 8, SLICE = T * PER4 * 4;
+constexpr int T = 256, PER4 = 16, HOLD = 8, HOLD2 = 6, SLICE = T * PER4 * 4;
 
 __global__ void copy_flat(const float4* __restrict__ x, float4* __restrict__ y, long long n4) {
   for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n4;
@@ -169,6 +179,63 @@ copy_s21(const float* __restrict__ x, float* __restrict__ y, int rows, long long
   if (acc == 1.2345f) sink[blockIdx.x] = acc;  // keeps the streamed loads
 }
 
+// s21's traffic fused: one loop per row issues S(r + LEAD)'s loads (held part evict-first into
+// registers, streamed part into L2) and N(r)'s stores (held part from registers, streamed part
+// read again from L2) together, chunk by chunk, as a copy interleaves its reads and writes.
+// SYNC: N(r) waits for every CTA's arrival at row r (as s21 waits for the row's statistics);
+// with LEAD 1 that is a barrier per row with no slack (row r's last arrival ends the loop
+// before), with LEAD 2 one loop of slack, at the price of a third held set (HOLD2 columns).
+template <bool SYNC, int LEAD, int H>
+__global__ void __launch_bounds__(T, 2)
+copy_fused(const float* __restrict__ x, float* __restrict__ y, int rows, long long d,
+           unsigned* counts, unsigned base, float* sink) {
+  const long long c0 = (long long)blockIdx.x * SLICE;
+  const int tid = threadIdx.x;
+  float4 h[LEAD + 1][H];
+  float acc = 0.f;
+  auto load_row = [&](int r, float4 (&held)[H], int i) {  // S(r)'s float4 column i of this thread
+    const float4* xs = reinterpret_cast<const float4*>(x + r * d + c0);
+    if (i < H) {
+      held[i] = __ldcs(xs + i * T + tid);
+    } else {
+      const float4 v = __ldcg(xs + i * T + tid);
+      acc += (v.x + v.y) + (v.z + v.w);
+    }
+  };
+  auto arrive_row = [&](int r, const float4 (&held)[H]) {
+#pragma unroll
+    for (int i = 0; i < H; ++i) acc += (held[i].x + held[i].y) + (held[i].z + held[i].w);
+    if (SYNC) arrive(counts + r, acc);
+  };
+  // rows 0 .. LEAD - 1 alone
+#pragma unroll
+  for (int p = 0; p < LEAD; ++p) {
+    if (p < rows) {
+#pragma unroll
+      for (int i = 0; i < PER4; ++i) load_row(p, h[p], i);
+      arrive_row(p, h[p]);
+    }
+  }
+  for (int r0 = 0; r0 < rows; r0 += LEAD + 1) {
+#pragma unroll
+    // row r = r0 + k is in held set k; S's row r + LEAD goes to set (k + LEAD) % (LEAD + 1)
+    for (int k = 0; k <= LEAD; ++k) {
+      const int r = r0 + k;
+      if (r >= rows) break;
+      if (SYNC) wait_row(counts + r, base + gridDim.x);
+      const int rn = r + LEAD;
+      const float4* xs = reinterpret_cast<const float4*>(x + r * d + c0);
+      float4* ys = reinterpret_cast<float4*>(y + r * d + c0);
+#pragma unroll
+      for (int i = 0; i < PER4; ++i) {
+        if (rn < rows) load_row(rn, h[(k + LEAD) % (LEAD + 1)], i);
+        __stcs(ys + i * T + tid, i < H ? h[k][i] : __ldcs(xs + i * T + tid));
+      }
+      if (rn < rows) arrive_row(rn, h[(k + LEAD) % (LEAD + 1)]);
+    }
+  }
+  if (acc == 1.2345f) sink[blockIdx.x] = acc;  // keeps the streamed loads
+}
 constexpr int PARK_BYTES = 2 * (PER4 - HOLD) * T * 16;  // 64 KiB: two CTAs fit an SM
 
 void run(int64_t which, torch::Tensor x, torch::Tensor y, torch::Tensor counts, int64_t call,
@@ -186,7 +253,7 @@ void run(int64_t which, torch::Tensor x, torch::Tensor y, torch::Tensor counts, 
   } else if (which == 1) {
     copy_rows<<<grid, T, 0, stream>>>(xp, yp, rows, d);
   } else {
-    // which 2..7: s21_order, s21_order_synced, s21_plain, s21_parked, s21_parked_synced,
+    // which 2..10: s21_order, s21_order_synced, s21_plain, s21_parked, s21_parked_synced,
     // s21_order_balanced (two CTAs on every SM, smaller slices); each synced variant counts on
     // its own rows of counts, growing by the grid each of its calls
     int ctas = grid;
@@ -194,7 +261,8 @@ void run(int64_t which, torch::Tensor x, torch::Tensor y, torch::Tensor counts, 
       ctas = 2 * at::cuda::getCurrentDeviceProperties()->multiProcessorCount;
       TORCH_CHECK((long long)ctas * T * PER4 * 4 >= d, "2 CTAs per SM cannot cover a row");
     }
-    unsigned* cp = reinterpret_cast<unsigned*>(counts.data_ptr<int>()) + (which == 6 ? rows : 0);
+    unsigned* cp = reinterpret_cast<unsigned*>(counts.data_ptr<int>()) +
+                  (which == 6 ? rows : which == 9 ? 2 * rows : which == 10 ? 3 * rows : 0);
     unsigned base = (unsigned)(call * grid);
     float* sp = sink.data_ptr<float>();
     int rows_i = rows;
@@ -205,7 +273,10 @@ void run(int64_t which, torch::Tensor x, torch::Tensor y, torch::Tensor counts, 
             : which == 4 ? (void*)copy_s21<false, 1>
             : which == 5 ? (void*)copy_s21<false, 2>
             : which == 6 ? (void*)copy_s21<true, 2>
-                         : (void*)copy_s21<false, 0>;
+            : which == 8 ? (void*)copy_fused<false, 1, HOLD>
+            : which == 9 ? (void*)copy_fused<true, 1, HOLD>
+            : which == 10 ? (void*)copy_fused<true, 2, HOLD2>
+                          : (void*)copy_s21<false, 0>;
     const int smem = which >= 5 ? PARK_BYTES : 0;
     if (smem)
       C10_CUDA_CHECK(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
@@ -224,8 +295,11 @@ VARIANTS = (
     "s21_parked",
     "s21_parked_synced",
     "s21_order_balanced",
+    "s21_fused",
+    "s21_fused_synced",
+    "s21_fused_lead2_synced",
 )
-SYNCED = (3, 6)
+SYNCED = (3, 6, 9, 10)
 
 
 def main() -> int:
@@ -251,7 +325,7 @@ def main() -> int:
     )
     x = torch.randn(ROWS, COLS, device="cuda")
     y = torch.empty_like(x)
-    counts = torch.zeros(2 * ROWS, device="cuda", dtype=torch.int32)
+    counts = torch.zeros(4 * ROWS, device="cuda", dtype=torch.int32)
     sink = torch.zeros(4096, device="cuda")  # one slot per CTA of any grid here
     synced = dict.fromkeys(SYNCED, 0)  # calls of each synced variant so far: each adds the grid
 
@@ -260,21 +334,29 @@ def main() -> int:
         if which in synced:
             synced[which] += 1
 
-    for which in range(len(VARIANTS)):  # each variant copies right before it is timed
+    wrong: list[str] = []  # a variant whose copy is wrong is reported so, and not timed
+    for which in range(len(VARIANTS)):
         y.zero_()
         call(which)
         torch.cuda.synchronize()
         if not torch.equal(y, x):
-            raise SystemExit(f"{VARIANTS[which]}: the copy is wrong")
+            wrong.append(VARIANTS[which])
+            print(f"{VARIANTS[which]}: the copy is wrong, not timed", flush=True)
+    if "flat" in wrong:
+        raise SystemExit("flat: the copy is wrong")
     nbytes = 2 * x.numel() * 4
     runs: dict[str, list[float]] = {v: [] for v in VARIANTS}
     for _ in range(args.rounds):  # interleaved, so clocks and the machine's state are shared
         for which, name in enumerate(VARIANTS):
+            if name in wrong:
+                continue
             timing, _ = time_cuda(lambda w=which: call(w), min_reps=50, target_s=0.3)
             runs[name].append(timing.median_ms)
     flat = statistics.median(runs["flat"])
-    rows: list[dict[str, Any]] = []
+    rows: list[dict[str, Any]] = [{"variant": name, "wrong": True} for name in wrong]
     for name in VARIANTS:
+        if name in wrong:
+            continue
         ms = statistics.median(runs[name])
         row = {
             "variant": name,

@@ -27,10 +27,11 @@
 #   LNPROBE=1        benchmarks/corpus_live/ln_wait_probe.py: 40_LayerNorm's final kernel built again
 #                    with %globaltimer stamps (LNPROBE=DIR: that session's), where each CTA waits
 #                    per row -> $OUT/ln_wait_probe.json
-#   MIXCOPY=1        benchmarks/corpus_live/ln_mix_copy.py: 40_LayerNorm's bytes copied eight ways
+#   MIXCOPY=1        benchmarks/corpus_live/ln_mix_copy.py: 40_LayerNorm's bytes copied eleven ways
 #                    (flat; s21's slices; s21's loads, stores and hints; the same with a grid
 #                    barrier per row; without hints; with the re-read half parked in shared
-#                    memory, unsynced and synced; on 2 CTAs per SM), timed side by side
+#                    memory, unsynced and synced; on 2 CTAs per SM; S(r + 1) and N(r) fused in
+#                    one loop, unsynced and synced, and S(r + 2) with N(r)), timed side by side
 #                    -> $OUT/ln_mix_copy.json
 #   SCAN=1           benchmarks/verifier_v2/scan_extensions.py: the CUDA finals' extensions built
 #                    again and their imports judged by the import guards (vendor_library,
@@ -163,7 +164,7 @@ fi
 if [ -n "${MIXCOPY:-}" ] && [ "$(left 15)" -gt 60 ]; then
   timeout -k 10 "$(left 15)" python3 benchmarks/corpus_live/ln_mix_copy.py \
     --out "$OUT/ln_mix_copy.json" > /tmp/ln_mix_copy.log 2>&1
-  echo "ln mix copy exit $?"; tail -6 /tmp/ln_mix_copy.log
+  echo "ln mix copy exit $?"; tail -12 /tmp/ln_mix_copy.log
 fi
 
 if [ -n "${SCAN:-}" ] && [ "$(left 15)" -gt 120 ]; then
