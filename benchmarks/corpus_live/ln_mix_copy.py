@@ -32,7 +32,7 @@ eleven ways, each against the first:
   the grid may read DRAM in one phase and write it in the next; a copy does both at once;
 - ``s21_fused_synced``: the same with the row's barrier, which the fused loop leaves no slack
   (row r's last arrival ends the loop before N(r));
-- ``s21_fused_lead2_synced``: S(r + 2) with N(r), one loop of slack, three held sets of 6
+- ``s21_fused_lead2_synced``: S(r + 2) with N(r), one loop of slack, three held sets of 5
   columns (a LayerNorm kernel has registers for about that many beside its weight and bias).
 
 ``flat`` near the ceiling and ``s21_order`` at ~72% would say the mix of reads and writes is
@@ -63,7 +63,7 @@ CUDA_SRC = r"""
 #include <ATen/cuda/CUDAContext.h>
 #include <c10/cuda/CUDAException.h>
 
-constexpr int T = 256, PER4 = 16, HOLD = 8, HOLD2 = 6, SLICE = T * PER4 * 4;
+constexpr int T = 256, PER4 = 16, HOLD = 8, HOLD2 = 5, SLICE = T * PER4 * 4;
 
 __global__ void copy_flat(const float4* __restrict__ x, float4* __restrict__ y, long long n4) {
   for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n4;
