@@ -356,7 +356,27 @@ def test_a_host_loop_over_copies_of_the_gpu_inputs_is_a_host_fallback(
     assert v.guard == "python_fallback" and "to the host" in v.message, v.message
 
 
-PINNED_CANDIDATE = '''
+def gpu_check(add_task, source: str, tmp_path, monkeypatch, timeout_s: int = 300):
+    """One GPU check of ``source`` on the add task, its extensions built under ``tmp_path``."""
+    from upskills.verify import CheckOptions, Verifier
+
+    monkeypatch.setenv("TORCH_EXTENSIONS_DIR", str(tmp_path / "ext"))
+    options = CheckOptions(seeds=1, timeout_s=timeout_s, baselines=False)
+    with Verifier("cuda", options) as verifier:
+        return verifier.check(add_task, source)
+
+
+COPY_KERNEL = """
+@triton.jit
+def copy_kernel(src, dst, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    tl.store(dst + offs, tl.load(src + offs, mask=offs < n), mask=offs < n)
+"""
+"""The Triton copy kernel of the pinned-memory candidates."""
+
+
+PINNED_CANDIDATE = (
+    '''
 import torch
 import torch.nn as nn
 import triton
@@ -376,12 +396,9 @@ void add_host(torch::Tensor a, torch::Tensor b, torch::Tensor c) {
 
 _ext = load_inline(name="upskills_test_pinned_ext", cpp_sources=_SRC, functions=["add_host"])
 
-
-@triton.jit
-def copy_kernel(src, dst, n, BLOCK: tl.constexpr):
-    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
-    tl.store(dst + offs, tl.load(src + offs, mask=offs < n), mask=offs < n)
-
+'''
+    + COPY_KERNEL
+    + """
 
 class ModelNew(nn.Module):
     def forward(self, x, y):
@@ -396,7 +413,8 @@ class ModelNew(nn.Module):
         out = torch.empty_like(x)
         copy_kernel[grid](c, out, n, BLOCK=1024)
         return out
-'''
+"""
+)
 
 
 @pytest.mark.gpu
@@ -407,11 +425,7 @@ def test_a_host_loop_over_pinned_memory_the_kernels_fill_is_a_host_fallback(
     adds on the host. No aten op computes and no copy op runs: the pinned allocations and the
     host tensors handed to the kernels give it away (``guards.host_reach``; thirty-fifth
     session's review, not yet run on a GPU)."""
-    from upskills.verify import CheckOptions, Verifier
-
-    monkeypatch.setenv("TORCH_EXTENSIONS_DIR", str(tmp_path / "ext"))
-    with Verifier("cuda", CheckOptions(seeds=1, timeout_s=300, baselines=False)) as verifier:
-        v = verifier.check(add_task, PINNED_CANDIDATE)
+    v = gpu_check(add_task, PINNED_CANDIDATE, tmp_path, monkeypatch)
     assert v.guard == "python_fallback" and "elements of host memory" in v.message, v.message
 
 
@@ -457,13 +471,144 @@ def test_an_extensions_own_copy_to_the_host_is_a_host_fallback(add_task, tmp_pat
     Its arguments are device tensors and it imports nothing denied: the GPU's own copy records,
     read in the late trial's profile, give it away (``shadow_ops.host_copy_bytes``;
     thirty-fifth session's review, not yet run on a GPU)."""
-    from upskills.verify import CheckOptions, Verifier
-
-    monkeypatch.setenv("TORCH_EXTENSIONS_DIR", str(tmp_path / "ext"))
-    with Verifier("cuda", CheckOptions(seeds=1, timeout_s=400, baselines=False)) as verifier:
-        v = verifier.check(add_task, MEMCPY_CANDIDATE)
+    v = gpu_check(add_task, MEMCPY_CANDIDATE, tmp_path, monkeypatch, timeout_s=400)
     assert v.guard == "python_fallback", v.message
     assert "bytes from the GPU to the host" in v.message, v.message
+
+
+ADDRESS_CANDIDATE = (
+    '''
+import torch
+import torch.nn as nn
+import triton
+import triton.language as tl
+from torch.utils.cpp_extension import load_inline
+
+_SRC = """
+#include <torch/extension.h>
+
+void add_at(int64_t a, int64_t b, int64_t c, int64_t n) {
+    const float* pa = reinterpret_cast<const float*>(a);
+    const float* pb = reinterpret_cast<const float*>(b);
+    float* pc = reinterpret_cast<float*>(c);
+    for (int64_t i = 0; i < n; ++i) pc[i] = pa[i] + pb[i];
+}
+"""
+
+_ext = load_inline(name="upskills_test_address_ext", cpp_sources=_SRC, functions=["add_at"])
+_N = 1 << 22
+_POOL = torch.empty(3 * _N, **{"pin_" + "memory": True})  # at import: no trial is watching
+
+
+class _At:
+    """A pointer for Triton's launcher: an address, not a tensor."""
+
+    dtype = torch.float32
+
+    def __init__(self, address):
+        self.address = address
+
+    def data_ptr(self):
+        return self.address
+
+'''
+    + COPY_KERNEL
+    + """
+
+class ModelNew(nn.Module):
+    def forward(self, x, y):
+        n = x.numel()
+        grid = (triton.cdiv(n, 1024),)
+        a, b, c = (_POOL.data_ptr() + k * _N * 4 for k in range(3))
+        copy_kernel[grid](x, _At(a), n, BLOCK=1024)  # the GPU writes host memory
+        copy_kernel[grid](y, _At(b), n, BLOCK=1024)
+        torch.cuda.synchronize()
+        _ext.add_at(a, b, c, n)  # the add, on the host
+        out = torch.empty_like(x)
+        copy_kernel[grid](_At(c), out, n, BLOCK=1024)
+        return out
+"""
+)
+
+
+@pytest.mark.gpu
+def test_pinned_memory_from_import_handed_over_by_address_is_a_host_fallback(
+    add_task, tmp_path, monkeypatch
+):
+    """PINNED_CANDIDATE with its pinned memory allocated at import (no op recorder runs there)
+    and handed over as raw addresses: objects with a data_ptr() to Triton's launcher, integers
+    to C++. No host tensor reaches a kernel; the driver says what the addresses are
+    (``host_memory.host_addresses``; thirty-sixth session, not yet run on a GPU)."""
+    v = gpu_check(add_task, ADDRESS_CANDIDATE, tmp_path, monkeypatch)
+    assert v.guard == "python_fallback" and "raw addresses" in v.message, v.message
+
+
+STORED_POINTER_CANDIDATE = '''
+import torch
+import torch.nn as nn
+from torch.utils.cpp_extension import load_inline
+
+_CPP = "void keep(int64_t address, int64_t cap); torch::Tensor add(torch::Tensor, torch::Tensor);"
+_CUDA = """
+#include <torch/extension.h>
+#include <ATen/cuda/CUDAContext.h>
+#include <cuda_runtime.h>
+
+static float* g_host = nullptr;
+static int64_t g_cap = 0;
+
+void keep(int64_t address, int64_t cap) {
+    g_host = reinterpret_cast<float*>(address);
+    g_cap = cap;
+}
+
+__global__ void move(const float* src, float* dst, int64_t n) {
+    const int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
+    if (i < n) dst[i] = src[i];
+}
+
+torch::Tensor add(torch::Tensor x, torch::Tensor y) {
+    const int64_t n = x.numel();
+    float* a = g_host;
+    float* b = g_host + g_cap;
+    float* c = g_host + 2 * g_cap;
+    auto stream = at::cuda::getCurrentCUDAStream();
+    const int blocks = (int)((n + 255) / 256);
+    move<<<blocks, 256, 0, stream>>>(x.data_ptr<float>(), a, n);  // the GPU writes host memory
+    move<<<blocks, 256, 0, stream>>>(y.data_ptr<float>(), b, n);
+    cudaStreamSynchronize(stream);
+    for (int64_t i = 0; i < n; ++i) c[i] = a[i] + b[i];  // the add, on the host
+    auto out = torch::empty_like(x);
+    move<<<blocks, 256, 0, stream>>>(c, out.data_ptr<float>(), n);
+    return out;
+}
+"""
+
+_ext = load_inline(
+    name="upskills_test_stored_pointer_ext", cpp_sources=_CPP, cuda_sources=_CUDA,
+    functions=["keep", "add"],
+)
+_N = 1 << 22
+_POOL = torch.empty(3 * _N, **{"pin_" + "memory": True})
+_ext.keep(_POOL.data_ptr(), _N)  # at import: the pointer is kept in C++, never passed again
+
+
+class ModelNew(nn.Module):
+    def forward(self, x, y):
+        return _ext.add(x.contiguous(), y.contiguous())
+'''
+
+
+@pytest.mark.gpu
+def test_pinned_memory_a_cuda_kernel_reaches_through_a_stored_pointer_is_a_host_fallback(
+    add_task, tmp_path, monkeypatch
+):
+    """The pinned memory's address goes to C++ once, at import; the forward passes device
+    tensors only, and the extension's own kernels fill the pinned memory its C++ loop adds.
+    No argument shows it: PyTorch's pinned allocator still holds the bytes at the trial's end
+    (``host_memory.held_pinned_bytes``; thirty-sixth session, not yet run on a GPU)."""
+    v = gpu_check(add_task, STORED_POINTER_CANDIDATE, tmp_path, monkeypatch, timeout_s=400)
+    assert v.guard == "python_fallback" and "pinned host memory" in v.message, v.message
 
 
 RAW_COPY_CANDIDATE = '''

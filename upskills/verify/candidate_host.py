@@ -31,6 +31,7 @@ from upskills.verify.candidate_timing import (
     plain_tensor,
 )
 from upskills.verify.guards import SMALL_NUMEL, LaunchCounter, OpLog, ScalarFallback
+from upskills.verify.host_memory import HELD_PINNED_LIMIT, held_pinned_bytes
 from upskills.verify.host_reads import wrap_host_reads
 from upskills.verify.interface import mismatch, signature_problem
 from upskills.verify.judge_rules import host_fallback, python_fallback
@@ -322,7 +323,7 @@ class CandidateHost(TimingRequests):
         state = self.watch.counter.state
         inputs_at = frozenset(t.untyped_storage().data_ptr() for t in guards.tensors(inputs))
         state.inputs, state.python_memory = inputs_at, 0
-        state.gpu, state.host_reach = self.device.startswith("cuda"), 0
+        state.gpu, state.host_reach, state.host_addresses = self.device.startswith("cuda"), 0, 0
         self.watch.active = True
         try:
             with torch.no_grad(), shadow_profile(shadow, flush=flush), recorder:
@@ -335,6 +336,10 @@ class CandidateHost(TimingRequests):
                 raise host_fallback(log.host_copied, self.display, "copied")
             if state.host_reach > SMALL_NUMEL:
                 raise host_fallback(state.host_reach, self.display, "reach")
+            if state.host_addresses:
+                raise host_fallback(state.host_addresses, self.display, "address")
+            if state.gpu and (held := held_pinned_bytes()) > HELD_PINNED_LIMIT:
+                raise host_fallback(held, self.display, "pinned")
             state.python_memory += guards.python_memory(out, inputs_at)  # returned as is
             if state.python_memory > SMALL_NUMEL:
                 raise host_fallback(state.python_memory, self.display, "python")

@@ -24,6 +24,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, cast
 
+from upskills.verify.host_memory import host_addresses
+
 SMALL_NUMEL = 64
 """Ops touching at most this many elements are "small scalar math" and always allowed."""
 
@@ -79,6 +81,9 @@ class LaunchState:
     host_reach: int = 0
     """Elements of host memory the running GPU trial pinned or gave its kernels
     (:func:`host_reach`)."""
+    host_addresses: int = 0
+    """Raw addresses of pinned or managed host memory the running GPU trial gave its kernels
+    (:func:`upskills.verify.host_memory.host_addresses`)."""
 
 
 class LaunchCounter:
@@ -99,6 +104,7 @@ class LaunchCounter:
             state.launches += 1
             if state.gpu and state.depth == 0 and state.inputs is not None:
                 state.host_reach += host_reach((args, kwargs))  # pinned memory a kernel writes
+                state.host_addresses += host_addresses((args, kwargs))  # ... by its address
             state.depth += 1
             state.launch_frames.append(sys._getframe())  # pyright: ignore[reportPrivateUsage]
             try:
@@ -310,6 +316,7 @@ class _CountingModule:
                     state.python_memory += python_memory((args, kwargs), state.inputs)
                     if state.gpu:  # and in a GPU check its C++ loops over host memory
                         state.host_reach += host_reach((args, kwargs))
+                        state.host_addresses += host_addresses((args, kwargs))
                 return value(*args, **kwargs)
 
             return call
