@@ -28,8 +28,9 @@ stamped calls (3) and prints, per call, which CTAs and SMs published rows last: 
 last on another SM says a place in the grid is slow, an SM that is last under another CTA says
 the SM is.
 
-The stamps are put in by text edits at five anchors of the kernel's source; a kernel without
-them is refused with the anchor that is missing (``transform``). ``%globaltimer`` may tick
+The stamps are put in by text edits at five anchors of the kernel's source (six for s26, whose
+S(r + 2) begins inside its pass for row r, after that row's wait); a kernel without them is
+refused with the anchor that is missing (``transform``). ``%globaltimer`` may tick
 coarsely (about 1 us on some GPUs): the smallest step between any two stamps is printed as the
 resolution, and differences below it mean nothing.
 
@@ -102,23 +103,13 @@ _EDITS: list[tuple[str, str]] = [
         f"  }}\n",
     ),
     (
-        "  float s1 = 0.f, s2 = 0.f;\n",  # row_stats' first line: S(r) begins (its first warp)
-        "  if ((tid & 31) == 0 && g_part0 != nullptr) {\n"
-        "    const long long w = part_rj - g_part0;\n"
-        f"    if (w >= 0 && w < (long long){ROWS_MAX} * gridDim.x && (tid >> 5) < {WARPS_MAX}) {{\n"
-        "      const unsigned long long t = probe_now();\n"
-        "      if (tid == 0) *probe_at((int)(w % gridDim.x), (int)(w / gridDim.x), 3) = t;\n"
-        "      *probe_warp_at((int)(w % gridDim.x), (int)(w / gridDim.x), tid >> 5, 0) = t;\n"
-        "    }\n"
-        "  }\n",
-    ),
-    (
         "    atomicAdd(&slot->s1, s1);\n",  # lane 0: this warp's sums are done
+        # threadIdx.x, not tid: s26's publish() has no tid
         "    if (g_part0 != nullptr) {\n"
         "      const long long w = part_rj - g_part0;\n"
-        f"      if (w >= 0 && w < (long long){ROWS_MAX} * gridDim.x && (tid >> 5) < {WARPS_MAX})\n"
-        "        *probe_warp_at((int)(w % gridDim.x), (int)(w / gridDim.x), tid >> 5, 1) =\n"
-        "            probe_now();\n"
+        "      const int pw = threadIdx.x >> 5;\n"
+        f"      if (w >= 0 && w < (long long){ROWS_MAX} * gridDim.x && pw < {WARPS_MAX})\n"
+        "        *probe_warp_at((int)(w % gridDim.x), (int)(w / gridDim.x), pw, 1) = probe_now();\n"
         "    }\n",
     ),
     (
@@ -132,6 +123,37 @@ _EDITS: list[tuple[str, str]] = [
         "      }\n",
     ),
 ]
+
+
+def _s_start(word: str, when: str = "") -> str:
+    """The stamps of S(r)'s start (its first warp's, and each warp's) for the row whose partial
+    word is ``word``; ``when``: a condition the row's S runs under."""
+    return (
+        f"  if ({when}(threadIdx.x & 31) == 0 && g_part0 != nullptr) {{\n"
+        f"    const long long w = ({word}) - g_part0;\n"
+        f"    if (w >= 0 && w < (long long){ROWS_MAX} * gridDim.x && (threadIdx.x >> 5) < "
+        f"{WARPS_MAX}) {{\n"
+        "      const unsigned long long t = probe_now();\n"
+        "      const int pc = (int)(w % gridDim.x), pr = (int)(w / gridDim.x);\n"
+        "      if (threadIdx.x == 0) *probe_at(pc, pr, 3) = t;\n"
+        "      *probe_warp_at(pc, pr, threadIdx.x >> 5, 0) = t;\n"
+        "    }\n"
+        "  }\n"
+    )
+
+
+# S(r) begins: row_stats' first line (s21 and the kernels before s26)
+_S_START = [("  float s1 = 0.f, s2 = 0.f;\n", _s_start("part_rj"))]
+# s26 (thirty-sixth session) runs S(0) and S(1) in row_stats and S(r + 2) inside row_pass(r),
+# after row r's wait: there S(r + 2)'s start is the pass's
+_S_START_PASS = [
+    ("  const int tid = threadIdx.x;\n  float s1 = 0.f, s2 = 0.f;\n", _s_start("part_rj")),
+    (
+        "  const float Kn = more ? __ldcg(xn) : 0.f;\n  float s1 = 0.f, s2 = 0.f;\n",
+        _s_start("part + (int64_t)rn * H + blockIdx.x", "more && "),
+    ),
+]
+
 # the claimer's merge, wrapped in two stamps (a replacement, not an insertion)
 _MERGE = "    const float2 ms = row_moments(part_r, parity, H, d, K, eps);\n"
 _MERGE_STAMPED = (
@@ -152,7 +174,7 @@ def transform(source: str) -> str:
     """The candidate module's source with the stamps and the two probe functions added, built
     under its own extension name (so it never shares a build with the unchanged kernel)."""
     out = source
-    for anchor, text in _EDITS:
+    for anchor, text in [*_EDITS, *(_S_START_PASS if "row_pass(" in source else _S_START)]:
         if out.count(anchor) != 1:
             found = out.count(anchor)
             raise ProbeError(f"anchor found {found} times, not once: {anchor.strip()!r}")

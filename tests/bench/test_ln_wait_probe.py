@@ -41,6 +41,26 @@ def test_the_stamps_go_into_the_final_kernel_and_it_is_built_under_its_own_name(
     assert all(any(line == o for o in kept) for line in lines)
 
 
+def test_the_stamps_go_into_s26s_pass_where_s_of_row_r_plus_2_begins():
+    """s26 (thirty-sixth session) runs S(0) and S(1) in row_stats and S(r + 2) inside row_pass:
+    the S-start stamp goes into both, the second only where row r + 2 exists; its publish
+    has no ``tid``, so the stamps there read threadIdx.x."""
+    import json
+
+    import ln_wait_probe as probe  # pyright: ignore[reportMissingImports]
+
+    state = ROOT / "traces/corpus-live/kb1_40_layernorm-s26/state.json"
+    source = json.loads(state.read_text())["current_source"]
+    out = probe.transform(source)
+    # the definition, the prologue, two S(r) starts, a warp's sums done, the publish, the merge's
+    assert out.count("probe_now()") == 8
+    assert "if (more && (threadIdx.x & 31) == 0 && g_part0 != nullptr)" in out
+    assert "const long long w = (part + (int64_t)rn * H + blockIdx.x) - g_part0;" in out
+    compile(out, "stamped.py", "exec")
+    with pytest.raises(probe.ProbeError, match="Kn"):  # s26 without its pass's anchor
+        probe.transform(source.replace("const float Kn = more", "const float Kn  = more"))
+
+
 def test_a_kernel_without_the_anchors_is_refused():
     import ln_wait_probe as probe  # pyright: ignore[reportMissingImports]
 
