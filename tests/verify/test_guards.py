@@ -313,33 +313,40 @@ def test_elements_copied_from_a_gpu_tensor_to_the_host_are_counted():
     assert to_host(((host,), {"device": "cuda"}), device) == 0
 
 
-def test_host_memory_handed_to_a_gpu_checks_kernels_is_counted():
+def test_host_memory_handed_to_a_gpu_checks_kernels_is_counted(monkeypatch):
     """In a GPU trial, host tensors handed to a kernel or an extension's function count
-    (``guards.host_reach``): a kernel fills pinned host memory and C++ adds on the host. A CPU
-    check's kernels take host tensors, and outside a trial (the timed calls) nothing is counted.
-    A meta tensor stands in for a GPU's; the whole check is ``test_load_inline.py``'s GPU test."""
+    (``guards.host_reach``): a kernel fills pinned host memory and C++ adds on the host. So do
+    raw addresses the driver says are pinned host memory (``LaunchState.host_addresses``: an
+    integer, an object with a data_ptr(); thirty-sixth session). A CPU check's kernels take
+    host tensors, and outside a trial (the timed calls) nothing is counted. A meta tensor and
+    a stand-in driver answer for a GPU's; the whole checks are ``test_load_inline.py``'s GPU
+    tests."""
     from types import SimpleNamespace
 
     import torch
 
+    from upskills.verify import host_memory
     from upskills.verify.guards import LaunchCounter, _CountingModule
 
+    pinned = 0x7F00_0000_0000
+    monkeypatch.setattr(host_memory, "pointer_kind", lambda a: "host" if a == pinned else None)
     counter = LaunchCounter()
     state = counter.state
     launch = counter._wrap(lambda *args, **kwargs: "ran")
     ext = _CountingModule(SimpleNamespace(add=lambda *args: "added"), counter)
     host, device = torch.empty(1000), torch.empty(1000, device="meta")
+    buffer = SimpleNamespace(data_ptr=lambda: pinned)
 
     def both() -> None:
-        assert launch(SimpleNamespace(), host, device, grid=(1,)) == "ran"
-        assert ext.add(device, [host]) == "added"
+        assert launch(SimpleNamespace(), host, device, buffer, 1 << 20, grid=(1,)) == "ran"
+        assert ext.add(device, [host], pinned) == "added"
 
     state.inputs = frozenset()
     both()
-    assert state.host_reach == 0 and state.launches == 2  # a CPU check's trial
+    assert (state.host_reach, state.host_addresses, state.launches) == (0, 0, 2)  # a CPU trial
     state.gpu = True
     both()
-    assert state.host_reach == 2000
+    assert (state.host_reach, state.host_addresses) == (2000, 2)
     state.inputs = None
     both()
-    assert state.host_reach == 2000 and state.launches == 6
+    assert (state.host_reach, state.host_addresses, state.launches) == (2000, 2, 6)

@@ -7,8 +7,6 @@ The driver's answers are stood in for here; the whole checks run on a GPU in
 
 from __future__ import annotations
 
-from types import SimpleNamespace
-
 import pytest
 
 PINNED, DEVICE, MANAGED = 0x7F00_0000_0000, 0x7E00_0000_0000, 0x7D00_0000_0000
@@ -36,15 +34,16 @@ class Broken:
 def test_raw_addresses_of_pinned_or_managed_memory_are_counted():
     import torch
 
+    from upskills.verify.guards import leaves
     from upskills.verify.host_memory import host_addresses
 
     args = (
         (PINNED, Buffer(PINNED), [{"c": MANAGED}], DEVICE, Buffer(DEVICE)),
         {"n": 1 << 20, "flag": True, "name": "x", "t": torch.empty(4), "b": Broken()},
     )
-    assert host_addresses(args, fake_kind) == 3  # the int, the object, the managed one nested
-    assert host_addresses(((4096, 65535, False, 3.5), {}), lambda a: "host") == 0  # sizes
-    assert host_addresses(((1 << 16,), {}), lambda a: "host") == 1
+    assert host_addresses(leaves(args), fake_kind) == 3  # the int, the object, the nested one
+    assert host_addresses([4096, 65535, False, 3.5], lambda a: "host") == 0  # sizes, flags
+    assert host_addresses([1 << 16], lambda a: "host") == 1
 
 
 def test_the_default_answer_is_the_drivers_looked_up_when_asked(monkeypatch):
@@ -53,7 +52,7 @@ def test_the_default_answer_is_the_drivers_looked_up_when_asked(monkeypatch):
     from upskills.verify import host_memory
 
     monkeypatch.setattr(host_memory, "pointer_kind", fake_kind)
-    assert host_memory.host_addresses(((PINNED, DEVICE), {})) == 1
+    assert host_memory.host_addresses([PINNED, DEVICE]) == 1
 
 
 @pytest.mark.skipif("__import__('torch').cuda.is_available()", reason="a GPU's driver answers")
@@ -61,35 +60,8 @@ def test_without_a_driver_nothing_is_known_and_nothing_is_held():
     from upskills.verify.host_memory import held_pinned_bytes, host_addresses, pointer_kind
 
     assert pointer_kind(PINNED) is None
-    assert host_addresses(((PINNED, Buffer(PINNED)), {})) == 0
+    assert host_addresses([PINNED, Buffer(PINNED)]) == 0
     assert held_pinned_bytes() == 0
-
-
-def test_a_gpu_trials_kernels_and_cpp_given_host_addresses_are_counted(monkeypatch):
-    """In a GPU trial the launch wrapper and an extension's functions count raw host addresses
-    (``LaunchState.host_addresses``); a CPU check's trial and the timed calls count none."""
-    from upskills.verify import host_memory
-    from upskills.verify.guards import LaunchCounter, _CountingModule
-
-    monkeypatch.setattr(host_memory, "pointer_kind", fake_kind)
-    counter = LaunchCounter()
-    state = counter.state
-    launch = counter._wrap(lambda *args, **kwargs: "ran")
-    ext = _CountingModule(SimpleNamespace(add=lambda *args: "added"), counter)
-
-    def both() -> None:
-        assert launch(SimpleNamespace(), Buffer(PINNED), Buffer(DEVICE), 1024, grid=(1,)) == "ran"
-        assert ext.add(PINNED, PINNED, DEVICE, 1024) == "added"
-
-    state.inputs = frozenset()
-    both()
-    assert state.host_addresses == 0 and state.launches == 2  # a CPU check's trial
-    state.gpu = True
-    both()
-    assert state.host_addresses == 3
-    state.inputs = None  # the timed calls
-    both()
-    assert state.host_addresses == 3 and state.launches == 6
 
 
 def test_the_new_host_fallbacks_say_what_was_found():

@@ -103,8 +103,9 @@ class LaunchCounter:
                 return fn(*args, **kwargs)
             state.launches += 1
             if state.gpu and state.depth == 0 and state.inputs is not None:
-                state.host_reach += host_reach((args, kwargs))  # pinned memory a kernel writes
-                state.host_addresses += host_addresses((args, kwargs))  # ... by its address
+                items = leaves((args, kwargs))
+                state.host_reach += host_reach(items)  # pinned memory a kernel writes
+                state.host_addresses += host_addresses(items)  # ... or its raw address
             state.depth += 1
             state.launch_frames.append(sys._getframe())  # pyright: ignore[reportPrivateUsage]
             try:
@@ -315,8 +316,9 @@ class _CountingModule:
                 if state.inputs is not None:  # C++ copies into memory Python reads, too
                     state.python_memory += python_memory((args, kwargs), state.inputs)
                     if state.gpu:  # and in a GPU check its C++ loops over host memory
-                        state.host_reach += host_reach((args, kwargs))
-                        state.host_addresses += host_addresses((args, kwargs))
+                        items = leaves((args, kwargs))
+                        state.host_reach += host_reach(items)
+                        state.host_addresses += host_addresses(items)
                 return value(*args, **kwargs)
 
             return call
@@ -400,21 +402,26 @@ def host_reach(values: Any) -> int:
     return sum(t.numel() for t in tensors(values) if t.device.type == "cpu")
 
 
-def tensors(values: Any) -> list[Any]:
-    """The tensors in nested lists, tuples and dicts."""
-    import torch
-
+def leaves(values: Any) -> list[Any]:
+    """What nested lists, tuples and dicts hold (a dict's values, not its keys)."""
     found: list[Any] = []
     stack = [values]
     while stack:
         item = stack.pop()
-        if isinstance(item, torch.Tensor):
-            found.append(item)
-        elif isinstance(item, list | tuple):
+        if isinstance(item, list | tuple):
             stack.extend(cast("list[Any] | tuple[Any, ...]", item))
         elif isinstance(item, dict):
             stack.extend(cast(dict[Any, Any], item).values())
+        else:
+            found.append(item)
     return found
+
+
+def tensors(values: Any) -> list[Any]:
+    """The tensors in nested lists, tuples and dicts."""
+    import torch
+
+    return [item for item in leaves(values) if isinstance(item, torch.Tensor)]
 
 
 class ScalarFallback(Exception):

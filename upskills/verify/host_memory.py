@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import ctypes
 from collections.abc import Callable
-from typing import Any, cast
+from typing import Any
 
 MIN_ADDRESS = 1 << 16
 """Integers below this are sizes and strides, not addresses: never asked of the driver."""
@@ -66,22 +66,16 @@ def pointer_kind(address: int) -> str | None:
     return "host" if kind.value == _HOST else "device"
 
 
-def _addresses(values: Any) -> list[int]:
+def _addresses(items: list[Any]) -> list[int]:
     import torch
 
     found: list[int] = []
-    stack = [values]
-    while stack:
-        item = stack.pop()
+    for item in items:
         if isinstance(item, torch.Tensor | bool | str | bytes):
             continue
         if isinstance(item, int):
             if item >= MIN_ADDRESS:
                 found.append(item)
-        elif isinstance(item, list | tuple):
-            stack.extend(cast("list[Any] | tuple[Any, ...]", item))
-        elif isinstance(item, dict):
-            stack.extend(cast(dict[Any, Any], item).values())
         elif callable(getattr(item, "data_ptr", None)):
             try:  # Triton's launcher takes any object with a data_ptr() as a pointer
                 address = item.data_ptr()
@@ -92,14 +86,14 @@ def _addresses(values: Any) -> list[int]:
     return found
 
 
-def host_addresses(values: Any, kind: Callable[[int], str | None] | None = None) -> int:
-    """Raw addresses of pinned, registered or managed host memory among ``values``.
+def host_addresses(items: list[Any], kind: Callable[[int], str | None] | None = None) -> int:
+    """Raw addresses of pinned, registered or managed host memory among ``items``.
 
-    ``values``: a GPU check's kernel or C++ arguments. ``kind``: the driver's answer (a test
-    passes its own).
+    ``items``: a GPU check's kernel or C++ arguments, flattened (``guards.leaves``). ``kind``:
+    the driver's answer (a test passes its own).
     """
     ask = kind or pointer_kind
-    return sum(1 for address in _addresses(values) if ask(address) in ("host", "managed"))
+    return sum(1 for address in _addresses(items) if ask(address) in ("host", "managed"))
 
 
 def held_pinned_bytes() -> int:
