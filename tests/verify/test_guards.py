@@ -320,7 +320,8 @@ def test_host_memory_handed_to_a_gpu_checks_kernels_is_counted(monkeypatch):
     integer, an object with a data_ptr(); thirty-sixth session). A CPU check's kernels take
     host tensors, and outside a trial (the timed calls) nothing is counted. A meta tensor and
     a stand-in driver answer for a GPU's; the whole checks are ``test_load_inline.py``'s GPU
-    tests."""
+    tests. A GPU trial's launch gets each pointer as the address that was read
+    (``host_memory.launch_arguments``; thirty-seventh session)."""
     from types import SimpleNamespace
 
     import torch
@@ -332,7 +333,8 @@ def test_host_memory_handed_to_a_gpu_checks_kernels_is_counted(monkeypatch):
     monkeypatch.setattr(host_memory, "pointer_kind", lambda a: "host" if a == pinned else None)
     counter = LaunchCounter()
     state = counter.state
-    launch = counter._wrap(lambda *args, **kwargs: "ran")
+    launched: list[tuple[object, ...]] = []
+    launch = counter._wrap(lambda *args, **kwargs: launched.append(args) or "ran")
     ext = _CountingModule(SimpleNamespace(add=lambda *args: "added"), counter)
     host, device = torch.empty(1000), torch.empty(1000, device="meta")
     buffer = SimpleNamespace(data_ptr=lambda: pinned)
@@ -344,9 +346,13 @@ def test_host_memory_handed_to_a_gpu_checks_kernels_is_counted(monkeypatch):
     state.inputs = frozenset()
     both()
     assert (state.host_reach, state.host_addresses, state.launches) == (0, 0, 2)  # a CPU trial
+    assert launched[-1][1] is host  # a CPU trial's launch gets its arguments as they are
     state.gpu = True
     both()
     assert (state.host_reach, state.host_addresses) == (2000, 2)
+    assert isinstance(launched[-1][1], host_memory.Pointer)  # a GPU trial's: each read once
+    assert launched[-1][1].data_ptr() == host.data_ptr() and launched[-1][4] == 1 << 20
     state.inputs = None
     both()
     assert (state.host_reach, state.host_addresses, state.launches) == (2000, 2, 6)
+    assert launched[-1][1] is host  # the timed calls' launches are not slowed

@@ -72,3 +72,75 @@ def test_the_new_host_fallbacks_say_what_was_found():
     assert address.guard == pinned.guard == "python_fallback"
     assert "2 raw addresses of pinned or managed host memory" in str(address)
     assert "holding 50331648 bytes of pinned host memory" in str(pinned)
+
+
+def test_a_gpu_trials_launch_gets_each_pointer_read_once():
+    """``launch_arguments``: Triton's launcher calls ``data_ptr()`` after the address check
+    did, so each pointer argument is read once, by the tensor's own storage where it is a
+    tensor, and the launcher gets that address (thirty-seventh session). An object that
+    answers the check a device address and the launcher a host one, a tensor whose
+    ``data_ptr`` is patched or overridden, a mode that answers ``data_ptr``, an int whose
+    comparisons lie and a tuple whose ``__iter__`` hides its items: none of them reaches the
+    launcher as it was."""
+    import collections
+
+    import torch
+    from torch.overrides import TorchFunctionMode
+
+    from upskills.verify.guards import leaves
+    from upskills.verify.host_memory import Pointer, host_addresses, launch_arguments
+
+    class Flip:
+        dtype = torch.float16
+
+        def __init__(self) -> None:
+            self.asked = 0
+
+        def data_ptr(self) -> int:
+            self.asked += 1
+            return DEVICE if self.asked == 1 else PINNED
+
+    class Lying(torch.Tensor):
+        def data_ptr(self) -> int:  # type: ignore[override]
+            return PINNED
+
+    class Big(int):
+        def __ge__(self, other: object) -> bool:
+            return False
+
+    class Hidden(tuple):  # type: ignore[type-arg]
+        def __iter__(self):  # type: ignore[override]
+            return iter(())
+
+    class Answers(TorchFunctionMode):
+        def __torch_function__(self, func, types, args=(), kwargs=None):
+            if getattr(func, "__name__", "") == "data_ptr":
+                return PINNED
+            return func(*args, **(kwargs or {}))
+
+    pair = collections.namedtuple("pair", "a b")
+    x = torch.arange(4.0)
+    patched = torch.zeros(2, dtype=torch.int32)
+    patched.data_ptr = lambda: PINNED  # type: ignore[method-assign]
+    flip, kernel, grid = Flip(), object(), (lambda meta: (1,))
+    where = {id(t): t.untyped_storage().data_ptr() for t in (x, patched)}
+    given = (kernel, x, flip, x.as_subclass(Lying), Big(PINNED), Hidden((patched,)), 7, None)
+    args, kwargs = launch_arguments(given, {"p": pair(x, 3), "grid": grid, "warmup": False})
+
+    assert args[0] is kernel and kwargs["grid"] is grid and kwargs["warmup"] is False
+    assert [type(a).__name__ for a in args[1:4]] == ["Pointer"] * 3
+    assert (args[1].data_ptr(), args[1].dtype) == (where[id(x)], torch.float32)
+    first, second = args[2].data_ptr(), args[2].data_ptr()
+    assert (first, second, args[2].dtype) == (DEVICE, DEVICE, torch.float16)
+    assert flip.asked == 1  # the launcher never asks the object itself
+    assert args[3].data_ptr() == where[id(x)]  # the storage's address, not the override's
+    assert args[4] == PINNED and type(args[4]) is int
+    assert type(args[5]) is tuple and args[5][0].data_ptr() == where[id(patched)]
+    assert args[5][0].dtype == torch.int32 and args[6:] == (7, None)
+    assert type(kwargs["p"]) is pair and kwargs["p"].b == 3
+    assert isinstance(kwargs["p"].a, Pointer) and kwargs["p"].a.data_ptr() == where[id(x)]
+    assert host_addresses(leaves((args, kwargs)), fake_kind) == 1  # the int, whatever it says
+    with Answers():
+        (_, moded), _ = launch_arguments((kernel, x), {})
+    assert moded.data_ptr() == where[id(x)]
+    assert leaves(Hidden((1, [2], {"k": 3}))) == [3, 2, 1]  # leaves read the base class too

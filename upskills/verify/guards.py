@@ -24,7 +24,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, cast
 
-from upskills.verify.host_memory import host_addresses
+from upskills.verify.host_memory import host_addresses, launch_arguments
 
 SMALL_NUMEL = 64
 """Ops touching at most this many elements are "small scalar math" and always allowed."""
@@ -102,14 +102,15 @@ class LaunchCounter:
             if kwargs.get("warmup") or getattr(args[0] if args else None, "_upskills_internal", 0):
                 return fn(*args, **kwargs)
             state.launches += 1
+            given, named = args, kwargs  # the caller's objects stay alive through the launch
             if state.gpu and state.depth == 0 and state.inputs is not None:
-                items = leaves((args, kwargs))
-                state.host_reach += host_reach(items)  # pinned memory a kernel writes
-                state.host_addresses += host_addresses(items)  # ... or its raw address
+                state.host_reach += host_reach(leaves((args, kwargs)))  # pinned memory written
+                given, named = launch_arguments(args, kwargs)  # each address read once ...
+                state.host_addresses += host_addresses(leaves((given, named)))  # ... and asked
             state.depth += 1
             state.launch_frames.append(sys._getframe())  # pyright: ignore[reportPrivateUsage]
             try:
-                return fn(*args, **kwargs)
+                return fn(*given, **named)
             finally:
                 state.launch_frames.pop()
                 state.depth -= 1
@@ -408,10 +409,10 @@ def leaves(values: Any) -> list[Any]:
     stack = [values]
     while stack:
         item = stack.pop()
-        if isinstance(item, list | tuple):
-            stack.extend(cast("list[Any] | tuple[Any, ...]", item))
-        elif isinstance(item, dict):
-            stack.extend(cast(dict[Any, Any], item).values())
+        if isinstance(item, dict):  # the base class's own methods: a subclass's are not asked
+            stack.extend(cast(Any, dict).values(item))
+        elif isinstance(item, list | tuple):
+            stack.extend(cast(Any, list if isinstance(item, list) else tuple).__iter__(item))
         else:
             found.append(item)
     return found

@@ -10,6 +10,10 @@ check's trials only (guard ``python_fallback``; thirty-sixth session):
 - :func:`host_addresses`: each integer argument that could be an address, and each non-tensor
   object with a ``data_ptr()``, is asked of the CUDA driver (``cuPointerGetAttribute``): pinned
   or registered host memory (``CU_MEMORYTYPE_HOST``) and managed memory count.
+- :func:`launch_arguments`: what a GPU trial's Triton launch receives. Each pointer argument
+  becomes a :class:`Pointer` holding the address the verifier read (and :func:`host_addresses`
+  asks about), so an object cannot answer one address to the check and another to the
+  launcher (thirty-seventh session).
 - :func:`held_pinned_bytes`: the bytes PyTorch's pinned allocator has handed out and not taken
   back (``torch.cuda.host_memory_stats()["active_bytes.current"]``) at the end of a trial,
   wherever and however they were allocated.
@@ -21,7 +25,7 @@ from __future__ import annotations
 
 import ctypes
 from collections.abc import Callable
-from typing import Any
+from typing import Any, cast
 
 MIN_ADDRESS = 1 << 16
 """Integers below this are sizes and strides, not addresses: never asked of the driver."""
@@ -74,8 +78,9 @@ def _addresses(items: list[Any]) -> list[int]:
         if isinstance(item, torch.Tensor | bool | str | bytes):
             continue
         if isinstance(item, int):
-            if item >= MIN_ADDRESS:
-                found.append(item)
+            value = int.__int__(item)  # an int subclass's own comparisons are not asked
+            if value >= MIN_ADDRESS:
+                found.append(value)
         elif callable(getattr(item, "data_ptr", None)):
             try:  # Triton's launcher takes any object with a data_ptr() as a pointer
                 address = item.data_ptr()
@@ -107,3 +112,80 @@ def held_pinned_bytes() -> int:
         return int(stats().get("active_bytes.current", 0))
     except Exception:  # noqa: BLE001 - an older torch, or none built with CUDA
         return 0
+
+
+class Pointer:
+    """A pointer argument as a GPU trial's Triton launch receives it.
+
+    Triton's launcher calls ``data_ptr()`` on any pointer argument, and so does the address
+    check: an object of the candidate's own (a tensor with its own ``data_ptr``, a subclass, a
+    ``__torch_function__`` or a mode that answers ``data_ptr``) could answer a device address
+    to the check and a host address to the launcher. The launcher gets this instead: the
+    address read once, and the element type (Triton specializes on ``dtype`` and on the
+    address's alignment, both the same as the original's).
+    """
+
+    __slots__ = ("_address", "dtype")
+
+    def __init__(self, address: int, dtype: Any) -> None:
+        self._address = address
+        self.dtype = dtype
+
+    def data_ptr(self) -> int:
+        """The address read from the original argument."""
+        return self._address
+
+    def __repr__(self) -> str:
+        return f"Pointer({self._address:#x}, {self.dtype})"
+
+
+def _pointer(item: Any) -> Any:
+    """``item`` as the launcher gets it.
+
+    A :class:`Pointer` for a tensor or an object with a ``data_ptr()``, a plain ``int`` for an
+    int, anything else as it is.
+    """
+    import torch
+
+    if isinstance(item, bool):
+        return item
+    if isinstance(item, int):
+        return int.__int__(item)
+    if isinstance(item, torch.Tensor):
+        torch_c: Any = torch._C  # pyright: ignore[reportPrivateUsage]
+        with torch_c.DisableTorchFunction():  # no subclass or mode answers for the tensor
+            base = torch_c.TensorBase
+            return Pointer(base.data_ptr(item), base.dtype.__get__(item))
+    if callable(getattr(item, "data_ptr", None)) and hasattr(item, "dtype"):
+        address = item.data_ptr()
+        if isinstance(address, int):
+            return Pointer(int.__int__(address), item.dtype)
+    return item  # the launcher says what is wrong with it
+
+
+def _rebuilt(value: Any) -> Any:
+    if isinstance(value, tuple):  # Triton takes tuples (named or not) of arguments
+        given = cast(tuple[Any, ...], value)
+        items: list[Any] = [_rebuilt(item) for item in cast(Any, tuple).__iter__(given)]
+        if hasattr(type(given), "_fields"):  # a namedtuple keeps its type, not its __new__
+            return cast(Any, tuple).__new__(type(given), items)
+        return tuple(items)
+    return _pointer(value)
+
+
+LAUNCH_OPTIONS = frozenset({"grid", "warmup"})
+"""Keywords of ``JITFunction.run`` that are the launch's, not the kernel's arguments."""
+
+
+def launch_arguments(
+    args: tuple[Any, ...], kwargs: dict[str, Any]
+) -> tuple[tuple[Any, ...], dict[str, Any]]:
+    """A GPU trial's ``JITFunction.run(self, *args, **kwargs)`` arguments, each pointer fixed.
+
+    ``args[0]`` (the kernel) and the launch's own keywords stay; every other tensor or object
+    with a ``data_ptr()`` becomes a :class:`Pointer`, every int a plain ``int``, every tuple a
+    tuple of those (its own ``__iter__`` not asked).
+    """
+    head, rest = args[:1], args[1:]
+    fixed = {k: v if k in LAUNCH_OPTIONS else _rebuilt(v) for k, v in kwargs.items()}
+    return head + tuple(_rebuilt(arg) for arg in rest), fixed
