@@ -122,12 +122,15 @@ def test_a_gpu_trials_launch_gets_each_pointer_read_once():
     x = torch.arange(4.0)
     patched = torch.zeros(2, dtype=torch.int32)
     patched.data_ptr = lambda: PINNED  # type: ignore[method-assign]
-    flip, kernel, grid = Flip(), object(), (lambda meta: (1,))
+    seen: list[dict[str, object]] = []
+    flip, kernel, grid = Flip(), object(), (lambda meta: seen.append(meta) or (1,))
     where = {id(t): t.untyped_storage().data_ptr() for t in (x, patched)}
     given = (kernel, x, flip, x.as_subclass(Lying), Big(PINNED), Hidden((patched,)), 7, None)
     args, kwargs = launch_arguments(given, {"p": pair(x, 3), "grid": grid, "warmup": False})
 
-    assert args[0] is kernel and kwargs["grid"] is grid and kwargs["warmup"] is False
+    assert args[0] is kernel and kwargs["warmup"] is False
+    assert kwargs["grid"]({"x": args[1], "p": kwargs["p"], "n": 7}) == (1,)
+    assert seen[0]["x"] is x and seen[0]["p"] is kwargs["p"]  # a grid callable meets originals
     assert [type(a).__name__ for a in args[1:4]] == ["Pointer"] * 3
     assert (args[1].data_ptr(), args[1].dtype) == (where[id(x)], torch.float32)
     first, second = args[2].data_ptr(), args[2].data_ptr()
@@ -140,6 +143,7 @@ def test_a_gpu_trials_launch_gets_each_pointer_read_once():
     assert type(kwargs["p"]) is pair and kwargs["p"].b == 3
     assert isinstance(kwargs["p"].a, Pointer) and kwargs["p"].a.data_ptr() == where[id(x)]
     assert host_addresses(leaves((args, kwargs)), fake_kind) == 1  # the int, whatever it says
+    assert launch_arguments((kernel, 3), {"grid": grid})[1]["grid"] is grid  # no pointers
     with Answers():
         (_, moded), _ = launch_arguments((kernel, x), {})
     assert moded.data_ptr() == where[id(x)]

@@ -187,5 +187,28 @@ def launch_arguments(
     tuple of those (its own ``__iter__`` not asked).
     """
     head, rest = args[:1], args[1:]
-    fixed = {k: v if k in LAUNCH_OPTIONS else _rebuilt(v) for k, v in kwargs.items()}
-    return head + tuple(_rebuilt(arg) for arg in rest), fixed
+    named = {k: v for k, v in kwargs.items() if k not in LAUNCH_OPTIONS}
+    options = {k: v for k, v in kwargs.items() if k in LAUNCH_OPTIONS}
+    fixed, fixed_named = (
+        tuple(_rebuilt(arg) for arg in rest),
+        {k: _rebuilt(v) for k, v in named.items()},
+    )
+    pairs = zip((*fixed, *fixed_named.values()), (*rest, *named.values()), strict=True)
+    originals = {id(new): old for new, old in pairs if isinstance(new, Pointer)}
+    grid = options.get("grid")
+    if callable(grid) and originals:
+        options["grid"] = _with_originals(grid, originals)
+    return head + fixed, {**fixed_named, **options}
+
+
+def _with_originals(grid: Callable[..., Any], originals: dict[int, Any]) -> Callable[..., Any]:
+    """``grid``, given the original arguments where Triton hands it the stand-ins.
+
+    Triton calls a grid callable with the launch's bound arguments; it gets what it would have
+    got without the stand-ins (a grid that reads ``META["x"].shape`` still works).
+    """
+
+    def original_grid(meta: Any) -> Any:
+        return grid({k: originals.get(id(v), v) for k, v in meta.items()})
+
+    return original_grid
