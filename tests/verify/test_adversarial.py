@@ -1138,12 +1138,27 @@ NO_L2_FENCE = _stack_walker(
 )
 
 
+# the same walk to the host-memory checks' module, whose driver question is rebound to "not
+# known": raw addresses of pinned memory would pass a GPU trial (``host_memory``)
+NO_HOST_ADDRESSES = _stack_walker(
+    "the driver's answer rebound: no raw address is ever host memory",
+    """
+    if "sys" in g:
+        mods = reach(g["sys"], "mod" + "ules")
+        name = next(k for k in list(mods) if k.endswith("ify.host_" + "memory"))
+        reach(mods[name], "__di" + "ct__")["pointer_" + "kind"] = lambda address: None
+        break
+    """,
+)
+
+
 @pytest.mark.parametrize(
     ("source", "named"),
     [
         # a rebound function of the verifier's own modules, watched like torch's
         pytest.param(UNPERTURB, "perturb_inputs", id="switches_off_the_input_perturbation"),
         pytest.param(NO_L2_FENCE, "demote_persisting_lines", id="switches_off_the_l2_fence"),
+        pytest.param(NO_HOST_ADDRESSES, "pointer_kind", id="switches_off_the_host_address_check"),
         # a function edited in place: its defaults (or code) changed, its identity not
         pytest.param(NO_FLUSH, "time_cuda (edited in place)", id="edits_the_timers_defaults"),
         # a constant of the verifier's own modules (upper-case names), not a function

@@ -36,19 +36,28 @@ moment (a count copied to the host); a host computation on a check's main shape 
 
 _MEMORY_TYPE, _IS_MANAGED = 2, 8  # CU_POINTER_ATTRIBUTE_MEMORY_TYPE, _IS_MANAGED
 _HOST = 1  # CU_MEMORYTYPE_HOST
-_driver: list[Any] = []  # [the loaded libcuda, or None]
+_GET_ATTRIBUTE: Any = None
+"""The driver's ``cuPointerGetAttribute`` (False where there is none), loaded by
+:func:`load_driver` before the candidate's import: a constant of the verifier's own module, so
+the library snapshot (guard d) sees a candidate that rebinds it."""
 
 
-def _libcuda() -> Any:
-    if not _driver:
+def load_driver() -> Any:
+    """``cuPointerGetAttribute`` through ``ctypes``, loaded once (False without a driver).
+
+    Loading ``libcuda`` starts nothing (no ``cuInit``): torch loads the same library when it
+    starts CUDA.
+    """
+    global _GET_ATTRIBUTE
+    if _GET_ATTRIBUTE is None:
         try:
-            lib = ctypes.CDLL("libcuda.so.1")
-            lib.cuPointerGetAttribute.argtypes = [ctypes.c_void_p, ctypes.c_int, ctypes.c_uint64]
-            lib.cuPointerGetAttribute.restype = ctypes.c_int
-            _driver.append(lib)
+            function = ctypes.CDLL("libcuda.so.1").cuPointerGetAttribute
+            function.argtypes = [ctypes.c_void_p, ctypes.c_int, ctypes.c_uint64]
+            function.restype = ctypes.c_int
+            _GET_ATTRIBUTE = function  # pyright: ignore[reportConstantRedefinition]
         except (OSError, AttributeError):
-            _driver.append(None)
-    return _driver[0]
+            _GET_ATTRIBUTE = False  # pyright: ignore[reportConstantRedefinition]
+    return _GET_ATTRIBUTE
 
 
 def pointer_kind(address: int) -> str | None:
@@ -57,14 +66,14 @@ def pointer_kind(address: int) -> str | None:
     ``"host"`` (pinned or registered), ``"managed"``, ``"device"``, or None where the driver does
     not know the address (or there is no driver).
     """
-    lib = _libcuda()
-    if lib is None or not 0 < address < 1 << 64:
+    ask = load_driver()
+    if not ask or not 0 < address < 1 << 64:
         return None
     kind = ctypes.c_uint(0)
-    if lib.cuPointerGetAttribute(ctypes.byref(kind), _MEMORY_TYPE, address) != 0:
+    if ask(ctypes.byref(kind), _MEMORY_TYPE, address) != 0:
         return None
     managed = ctypes.c_uint(0)
-    known = lib.cuPointerGetAttribute(ctypes.byref(managed), _IS_MANAGED, address) == 0
+    known = ask(ctypes.byref(managed), _IS_MANAGED, address) == 0
     if known and managed.value:
         return "managed"
     return "host" if kind.value == _HOST else "device"

@@ -45,6 +45,7 @@ def _watched_namespaces() -> dict[str, Any]:
     # the static check did not see) and rebinds one, say the perturbation, is caught here.
     for name in _OWN_MODULES:
         spaces[name] = importlib.import_module(name)
+    spaces["upskills.verify.host_memory"].load_driver()  # loaded now, watched from now
     try:  # the verifier's kernels are made on first use: made now, so the snapshot holds them
         spaces["upskills.verify.perturb_kernel"].fused_kernel()
         spaces["upskills.verify.fingerprint_kernel"].projection_kernel()
@@ -69,10 +70,12 @@ _OWN_MODULES = (
     "upskills.verify.library_snapshot",
     "upskills.verify.modes",
     "upskills.verify.dispatch_table",
+    "upskills.verify.host_memory",
 )
 _OWN_CLASSES = (
     ("upskills.verify.candidate_host", "CandidateHost"),
     ("upskills.verify.candidate_timing", "TimingRequests"),
+    ("upskills.verify.host_memory", "Pointer"),
 )
 
 
