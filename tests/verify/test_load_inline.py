@@ -424,7 +424,7 @@ def test_a_host_loop_over_pinned_memory_the_kernels_fill_is_a_host_fallback(
     """Triton kernels copy the inputs into pinned host memory and the sum out of it; a C++ loop
     adds on the host. No aten op computes and no copy op runs: the pinned allocations and the
     host tensors handed to the kernels give it away (``guards.host_reach``; thirty-fifth
-    session's review, not yet run on a GPU)."""
+    session's review; passed on an H100 in the thirty-sixth)."""
     v = gpu_check(add_task, PINNED_CANDIDATE, tmp_path, monkeypatch)
     assert v.guard == "python_fallback" and "elements of host memory" in v.message, v.message
 
@@ -470,7 +470,7 @@ def test_an_extensions_own_copy_to_the_host_is_a_host_fallback(add_task, tmp_pat
     integer, out of the static guard's sight), adds them in a C++ loop and copies the sum back.
     Its arguments are device tensors and it imports nothing denied: the GPU's own copy records,
     read in the late trial's profile, give it away (``shadow_ops.host_copy_bytes``;
-    thirty-fifth session's review, not yet run on a GPU)."""
+    thirty-fifth session's review; passed on an H100 in the thirty-sixth)."""
     v = gpu_check(add_task, MEMCPY_CANDIDATE, tmp_path, monkeypatch, timeout_s=400)
     assert v.guard == "python_fallback", v.message
     assert "bytes from the GPU to the host" in v.message, v.message
@@ -538,7 +538,8 @@ def test_pinned_memory_from_import_handed_over_by_address_is_a_host_fallback(
     """PINNED_CANDIDATE with its pinned memory allocated at import (no op recorder runs there)
     and handed over as raw addresses: objects with a data_ptr() to Triton's launcher, integers
     to C++. No host tensor reaches a kernel; the driver says what the addresses are
-    (``host_memory.host_addresses``; thirty-sixth session, not yet run on a GPU)."""
+    (``host_memory.host_addresses``; thirty-sixth session; passed on an H100 in the
+    thirty-seventh)."""
     v = gpu_check(add_task, ADDRESS_CANDIDATE, tmp_path, monkeypatch)
     assert v.guard == "python_fallback" and "raw addresses" in v.message, v.message
 
@@ -606,7 +607,8 @@ def test_pinned_memory_a_cuda_kernel_reaches_through_a_stored_pointer_is_a_host_
     """The pinned memory's address goes to C++ once, at import; the forward passes device
     tensors only, and the extension's own kernels fill the pinned memory its C++ loop adds.
     No argument shows it: PyTorch's pinned allocator still holds the bytes at the trial's end
-    (``host_memory.held_pinned_bytes``; thirty-sixth session, not yet run on a GPU)."""
+    (``host_memory.held_pinned_bytes``; thirty-sixth session; passed on an H100 in the
+    thirty-seventh)."""
     v = gpu_check(add_task, STORED_POINTER_CANDIDATE, tmp_path, monkeypatch, timeout_s=400)
     assert v.guard == "python_fallback" and "pinned host memory" in v.message, v.message
 
