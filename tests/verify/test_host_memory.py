@@ -148,3 +148,30 @@ def test_a_gpu_trials_launch_gets_each_pointer_read_once():
         (_, moded), _ = launch_arguments((kernel, x), {})
     assert moded.data_ptr() == where[id(x)]
     assert leaves(Hidden((1, [2], {"k": 3}))) == [3, 2, 1]  # leaves read the base class too
+
+
+def test_a_stand_in_moved_inside_its_launch_counts():
+    """Candidate code runs inside a launch, after the address check (a kernel's
+    ``pre_run_hooks`` get the stand-ins, a grid callable can reach them through its caller's
+    frame): a stand-in whose address changed there counts as a host address
+    (``host_memory.moved``, in the launch wrapper of a GPU trial). Here the launch function
+    itself plays the hook; an honest launch counts nothing."""
+    from types import SimpleNamespace
+
+    import torch
+
+    from upskills.verify.guards import LaunchCounter
+    from upskills.verify.host_memory import Pointer
+
+    def moving(*args: object, **kwargs: object) -> str:
+        Pointer._address.__set__(args[1], PINNED)  # type: ignore[attr-defined]
+        return "ran"
+
+    counter = LaunchCounter()
+    state = counter.state
+    state.inputs, state.gpu = frozenset(), True
+    x = torch.empty(4)
+    assert counter._wrap(lambda *a, **k: "ran")(SimpleNamespace(), x, grid=(1,)) == "ran"
+    assert state.host_addresses == 0
+    assert counter._wrap(moving)(SimpleNamespace(), x, grid=(1,)) == "ran"
+    assert state.host_addresses == 1

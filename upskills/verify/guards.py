@@ -24,7 +24,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, cast
 
-from upskills.verify.host_memory import host_addresses, launch_arguments
+from upskills.verify.host_memory import (
+    held_addresses,
+    host_addresses,
+    launch_arguments,
+    moved,
+)
 
 SMALL_NUMEL = 64
 """Ops touching at most this many elements are "small scalar math" and always allowed."""
@@ -103,15 +108,19 @@ class LaunchCounter:
                 return fn(*args, **kwargs)
             state.launches += 1
             given, named = args, kwargs  # the caller's objects stay alive through the launch
+            checked: list[tuple[Any, int]] = []
             if state.gpu and state.depth == 0 and state.inputs is not None:
                 state.host_reach += host_reach(leaves((args, kwargs)))  # pinned memory written
                 given, named = launch_arguments(args, kwargs)  # each address read once ...
-                state.host_addresses += host_addresses(leaves((given, named)))  # ... and asked
+                items = leaves((given, named))
+                state.host_addresses += host_addresses(items)  # ... asked ...
+                checked = held_addresses(items)  # ... and still the one launched
             state.depth += 1
             state.launch_frames.append(sys._getframe())  # pyright: ignore[reportPrivateUsage]
             try:
                 return fn(*given, **named)
             finally:
+                state.host_addresses += moved(checked)  # candidate code inside the launch
                 state.launch_frames.pop()
                 state.depth -= 1
 

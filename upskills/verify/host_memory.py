@@ -198,10 +198,8 @@ def launch_arguments(
     head, rest = args[:1], args[1:]
     named = {k: v for k, v in kwargs.items() if k not in LAUNCH_OPTIONS}
     options = {k: v for k, v in kwargs.items() if k in LAUNCH_OPTIONS}
-    fixed, fixed_named = (
-        tuple(_rebuilt(arg) for arg in rest),
-        {k: _rebuilt(v) for k, v in named.items()},
-    )
+    fixed = tuple(_rebuilt(arg) for arg in rest)
+    fixed_named = {k: _rebuilt(v) for k, v in named.items()}
     pairs = zip((*fixed, *fixed_named.values()), (*rest, *named.values()), strict=True)
     originals = {id(new): old for new, old in pairs if isinstance(new, Pointer)}
     grid = options.get("grid")
@@ -221,3 +219,17 @@ def _with_originals(grid: Callable[..., Any], originals: dict[int, Any]) -> Call
         return grid({k: originals.get(id(v), v) for k, v in meta.items()})
 
     return original_grid
+
+
+def held_addresses(items: list[Any]) -> list[tuple[Pointer, int]]:
+    """The :class:`Pointer` stand-ins among ``items``, each with the address it holds now."""
+    return [(item, item.data_ptr()) for item in items if isinstance(item, Pointer)]
+
+
+def moved(held: list[tuple[Pointer, int]]) -> int:
+    """How many stand-ins of ``held`` (:func:`held_addresses` before a launch) moved in it.
+
+    Candidate code runs inside a launch (a kernel's ``pre_run_hooks``, its grid callable, its
+    ``launch_metadata``) and could set a stand-in's address after the check asked about it.
+    """
+    return sum(1 for pointer, address in held if pointer.data_ptr() != address)

@@ -60,7 +60,8 @@ HOST_FALLBACKS = {
     "bytes": "copied {n} bytes from the GPU to the host (the GPU's own copy records), where "
     "only C++, Python or NumPy reads them",
     "address": "gave its GPU kernels or its C++ {n} raw addresses of pinned or managed host "
-    "memory (an integer, or an object's data_ptr()), which only a computation on the host needs",
+    "memory (an integer, or an object's data_ptr()), or changed a checked pointer during its "
+    "launch, which only a computation on the host needs",
     "pinned": "ended a trial holding {n} bytes of pinned host memory from PyTorch's allocator, "
     "which GPU kernels reach and only a computation on the host needs",
 }
