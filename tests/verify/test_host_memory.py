@@ -143,7 +143,8 @@ def test_a_gpu_trials_launch_gets_each_pointer_read_once():
     assert type(kwargs["p"]) is pair and kwargs["p"].b == 3
     assert isinstance(kwargs["p"].a, Pointer) and kwargs["p"].a.data_ptr() == where[id(x)]
     assert host_addresses(leaves((args, kwargs)), fake_kind) == 1  # the int, whatever it says
-    assert launch_arguments((kernel, 3), {"grid": grid})[1]["grid"] is grid  # no pointers
+    plain = launch_arguments((kernel, 3), {"grid": [2.0, Big(3)]})[1]["grid"]
+    assert plain({}) == (2, 3) and [type(n) for n in plain({})] == [int, int]  # plain ints
     with Answers():
         (_, moded), _ = launch_arguments((kernel, x), {})
     assert moded.data_ptr() == where[id(x)]
@@ -175,3 +176,64 @@ def test_a_stand_in_moved_inside_its_launch_counts():
     assert state.host_addresses == 0
     assert counter._wrap(moving)(SimpleNamespace(), x, grid=(1,)) == "ran"
     assert state.host_addresses == 1
+
+
+def test_a_launch_with_hooks_that_run_inside_it_counts():
+    """A Triton launch-exit hook runs inside the launch after the kernel is queued: it could
+    move a stand-in to a host address for the kernel and back before ``moved`` looks. A GPU
+    trial's launch with any hook set that runs candidate code after the address check (a
+    kernel's ``pre_run_hooks``, Triton's launch and JIT hooks) counts (``launch_hooks``, read
+    before the launch, after the grid is read and after the launch; thirty-eighth session).
+    Here the launch function plays Triton's ``JITFunction.run``: it reads the grid, then runs
+    the exit hooks the way the launcher would."""
+    from types import SimpleNamespace
+
+    import torch
+    from triton import knobs
+
+    from upskills.verify.guards import LaunchCounter
+    from upskills.verify.host_memory import Pointer, launch_hooks
+
+    chain = knobs.runtime.launch_exit_hook
+
+    def back(*_: object) -> None:  # the move back, by a hook that then leaves
+        chain.remove(back)
+
+    def triton_like(*args: object, grid: object, **kwargs: object) -> tuple[int, ...]:
+        sizes = grid({"x": args[1]}) if callable(grid) else grid  # type: ignore[operator]
+        chain(SimpleNamespace())
+        return sizes  # type: ignore[return-value]
+
+    def sneaky_grid(meta: dict[str, object]) -> tuple[int, ...]:
+        Pointer._address.__set__(meta["x"], PINNED) if isinstance(meta["x"], Pointer) else None  # type: ignore[attr-defined]
+        chain.add(back)
+        return (1,)
+
+    class Sizes(list):  # type: ignore[type-arg]
+        def __iter__(self):  # type: ignore[override]
+            chain.add(back)
+            return super().__iter__()
+
+    counter = LaunchCounter()
+    state = counter.state
+    state.inputs, state.gpu = frozenset(), True
+    x, kernel = torch.empty(4), SimpleNamespace(pre_run_hooks=[])
+    launch = counter._wrap(triton_like)
+    try:
+        assert launch_hooks(kernel) == 0  # Triton's own chains, empty
+        assert launch(kernel, x, grid=(4,)) == (4,) and state.host_addresses == 0  # honest
+        assert launch(kernel, x, grid=lambda meta: (meta["x"].shape[0],)) == (4,)
+        assert state.host_addresses == 0
+        assert launch(kernel, x, grid=sneaky_grid) == (1,) and back not in chain.calls
+        assert state.host_addresses == 1  # seen after the grid, though gone after the launch
+        assert launch(kernel, x, grid=Sizes([2])) == (2,) and state.host_addresses == 2
+        hooked = SimpleNamespace(pre_run_hooks=[lambda *a, **k: None])
+        assert launch(hooked, x, grid=(1,)) == (1,) and state.host_addresses == 5
+        assert launch_hooks(SimpleNamespace(pre_run_hooks=Sizes())) == 1  # not a plain list
+        knobs.runtime.jit_cache_hook = lambda *a, **k: None
+        assert launch_hooks(kernel) == 1
+    finally:
+        knobs.runtime.jit_cache_hook = None
+        chain.remove(back)
+    state.inputs = None  # the timed calls: their launches are not slowed by the check
+    assert launch(hooked, x, grid=(1,)) == (1,)

@@ -28,6 +28,7 @@ from upskills.verify.host_memory import (
     held_addresses,
     host_addresses,
     launch_arguments,
+    launch_hooks,
     moved,
 )
 
@@ -109,9 +110,16 @@ class LaunchCounter:
             state.launches += 1
             given, named = args, kwargs  # the caller's objects stay alive through the launch
             checked: list[tuple[Any, int]] = []
+
+            def hooks_set() -> None:  # code that could run inside the launch, after its check
+                state.host_addresses += launch_hooks(args[0] if args else None)
+
             if state.gpu and state.depth == 0 and state.inputs is not None:
                 state.host_reach += host_reach(leaves((args, kwargs)))  # pinned memory written
-                given, named = launch_arguments(args, kwargs)  # each address read once ...
+                hooks_set()
+                given, named = launch_arguments(
+                    args, kwargs, hooks_set
+                )  # each address read once ...
                 items = leaves((given, named))
                 state.host_addresses += host_addresses(items)  # ... asked ...
                 checked = held_addresses(items)  # ... and still the one launched
@@ -120,6 +128,8 @@ class LaunchCounter:
             try:
                 return fn(*given, **named)
             finally:
+                if checked:
+                    hooks_set()  # a hook set inside the launch and left
                 state.host_addresses += moved(checked)  # candidate code inside the launch
                 state.launch_frames.pop()
                 state.depth -= 1

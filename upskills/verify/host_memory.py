@@ -24,6 +24,7 @@ Where the driver or the statistics are missing (no GPU, an older torch), both re
 from __future__ import annotations
 
 import ctypes
+import importlib
 from collections.abc import Callable
 from typing import Any, cast
 
@@ -187,13 +188,15 @@ LAUNCH_OPTIONS = frozenset({"grid", "warmup"})
 
 
 def launch_arguments(
-    args: tuple[Any, ...], kwargs: dict[str, Any]
+    args: tuple[Any, ...], kwargs: dict[str, Any], after_grid: Callable[[], Any] = lambda: None
 ) -> tuple[tuple[Any, ...], dict[str, Any]]:
     """A GPU trial's ``JITFunction.run(self, *args, **kwargs)`` arguments, each pointer fixed.
 
-    ``args[0]`` (the kernel) and the launch's own keywords stay; every other tensor or object
+    ``args[0]`` (the kernel) and the launch's own ``warmup`` stay; every other tensor or object
     with a ``data_ptr()`` becomes a :class:`Pointer`, every int a plain ``int``, every tuple a
-    tuple of those (its own ``__iter__`` not asked).
+    tuple of those (its own ``__iter__`` not asked). The grid becomes a callable that returns a
+    tuple of plain ints and then calls ``after_grid``: the last candidate code a launch runs
+    before Triton reads its launch hooks (:func:`launch_hooks`) is the grid's.
     """
     head, rest = args[:1], args[1:]
     named = {k: v for k, v in kwargs.items() if k not in LAUNCH_OPTIONS}
@@ -202,23 +205,61 @@ def launch_arguments(
     fixed_named = {k: _rebuilt(v) for k, v in named.items()}
     pairs = zip((*fixed, *fixed_named.values()), (*rest, *named.values()), strict=True)
     originals = {id(new): old for new, old in pairs if isinstance(new, Pointer)}
-    grid = options.get("grid")
-    if callable(grid) and originals:
-        options["grid"] = _with_originals(grid, originals)
+    if "grid" in options:
+        options["grid"] = _plain_grid(options["grid"], originals, after_grid)
     return head + fixed, {**fixed_named, **options}
 
 
-def _with_originals(grid: Callable[..., Any], originals: dict[int, Any]) -> Callable[..., Any]:
-    """``grid``, given the original arguments where Triton hands it the stand-ins.
+def _plain_grid(
+    grid: Any, originals: dict[int, Any], after: Callable[[], Any]
+) -> Callable[..., tuple[int, ...]]:
+    """``grid`` as a callable whose answer is a tuple of plain ints, checked by ``after``.
 
     Triton calls a grid callable with the launch's bound arguments; it gets what it would have
-    got without the stand-ins (a grid that reads ``META["x"].shape`` still works).
+    got without the stand-ins (a grid that reads ``META["x"].shape`` still works). Its answer's
+    items are read here, so no ``__len__`` or ``__getitem__`` of the candidate's runs after
+    ``after``.
     """
 
-    def original_grid(meta: Any) -> Any:
-        return grid({k: originals.get(id(v), v) for k, v in meta.items()})
+    def plain_grid(meta: Any) -> tuple[int, ...]:
+        given: Any = (
+            grid({k: originals.get(id(v), v) for k, v in meta.items()}) if callable(grid) else grid
+        )
+        sizes = tuple(int(size) for size in given)
+        after()
+        return sizes
 
-    return original_grid
+    return plain_grid
+
+
+_SLOT_HOOKS = ("jit_cache_hook", "jit_post_compile_hook", "add_stages_inspection_hook")
+_CHAIN_HOOKS = ("launch_enter_hook", "launch_exit_hook")
+
+
+def launch_hooks(kernel: Any) -> int:
+    """How many hooks would run code inside a GPU trial's launch of ``kernel`` after its check.
+
+    A kernel's ``pre_run_hooks``, Triton's JIT hooks and its launch hooks
+    (``triton.knobs.runtime``) run inside ``JITFunction.run`` after :func:`launch_arguments`
+    read the addresses; a launch-exit hook runs after the kernel is queued, so it could move a
+    stand-in back before :func:`moved` looks. The verifier sets none of them and an honest
+    kernel needs none in a check. An object where Triton keeps a list (a hook chain's ``calls``,
+    ``pre_run_hooks``) counts unless it is an empty ``list``: a subclass's ``__len__`` is not
+    asked.
+    """
+    count = _unless_empty(getattr(kernel, "pre_run_hooks", []))
+    try:
+        runtime: Any = importlib.import_module("triton").knobs.runtime
+    except (ImportError, AttributeError):  # no Triton, or one older than its knobs
+        return count
+    for name in _CHAIN_HOOKS:
+        hook = getattr(runtime, name, None)
+        count += hook is not None and _unless_empty(getattr(hook, "calls", hook))
+    return count + sum(getattr(runtime, name, None) is not None for name in _SLOT_HOOKS)
+
+
+def _unless_empty(hooks: Any) -> int:
+    return 0 if type(hooks) is list and not cast(Any, list).__len__(hooks) else 1
 
 
 def held_addresses(items: list[Any]) -> list[tuple[Pointer, int]]:

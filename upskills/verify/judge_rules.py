@@ -61,7 +61,8 @@ HOST_FALLBACKS = {
     "only C++, Python or NumPy reads them",
     "address": "gave its GPU kernels or its C++ {n} raw addresses of pinned or managed host "
     "memory (an integer, or an object's data_ptr()), or changed a checked pointer during its "
-    "launch, which only a computation on the host needs",
+    "launch or launched with Triton's launch, JIT or pre-run hooks set, which only a "
+    "computation on the host needs",
     "pinned": "ended a trial holding {n} bytes of pinned host memory from PyTorch's allocator, "
     "which GPU kernels reach and only a computation on the host needs",
 }
