@@ -33,6 +33,10 @@
 #                    memory, unsynced and synced; on 2 CTAs per SM; S(r + 1) and N(r) fused in
 #                    one loop, unsynced and synced, and S(r + 2) with N(r)), timed side by side
 #                    -> $OUT/ln_mix_copy.json
+#   LATEPROBE=1      benchmarks/verifier_v2/late_trial_probe.py: torch.relu over 19_ReLU's bytes,
+#                    timed as the verifier times and watched as its late trial watches (an
+#                    allocator's input and a VMM-mapped one, a new output, a given output)
+#                    -> $OUT/late_trial_probe.json
 #   SCAN=1           benchmarks/verifier_v2/scan_extensions.py: the CUDA finals' extensions built
 #                    again and their imports judged by the import guards (vendor_library,
 #                    hidden_ops) -> $OUT/scan_extensions.json and .jsonl
@@ -165,6 +169,12 @@ if [ -n "${MIXCOPY:-}" ] && [ "$(left 15)" -gt 60 ]; then
   timeout -k 10 "$(left 15)" python3 benchmarks/corpus_live/ln_mix_copy.py \
     --out "$OUT/ln_mix_copy.json" > /tmp/ln_mix_copy.log 2>&1
   echo "ln mix copy exit $?"; tail -12 /tmp/ln_mix_copy.log
+fi
+
+if [ -n "${LATEPROBE:-}" ] && [ "$(left 15)" -gt 60 ]; then
+  timeout -k 10 "$(left 15)" python3 benchmarks/verifier_v2/late_trial_probe.py \
+    --out "$OUT/late_trial_probe.json" > /tmp/late_trial_probe.log 2>&1
+  echo "late trial probe exit $?"; tail -8 /tmp/late_trial_probe.log
 fi
 
 if [ -n "${SCAN:-}" ] && [ "$(left 15)" -gt 120 ]; then
