@@ -6,7 +6,7 @@ Round 35 (``docs/design/corpus.md``) found s21's row period at 11.0 us, 72% of t
 ceiling, whatever the row's sync did (s25 narrowed the straggler's drift; the period stayed).
 This asks whether the traffic alone costs that: y = x over 40_LayerNorm's [16, 4194304] fp32
 (268 + 268 MB), timed by the verifier's own timer (``time_cuda``, write flush) in one process,
-eleven ways, each against the first:
+thirteen ways, each against the first:
 
 - ``flat``: a grid-stride float4 copy (what the copy ceiling measures);
 - ``rows``: s21's grid and slices (256 CTAs of 256 threads, 16384 columns each), every CTA
@@ -33,7 +33,21 @@ eleven ways, each against the first:
 - ``s21_fused_synced``: the same with the row's barrier, which the fused loop leaves no slack
   (row r's last arrival ends the loop before N(r));
 - ``s21_fused_lead2_synced``: S(r + 2) with N(r), one loop of slack, three held sets of 5
-  columns (a LayerNorm kernel has registers for about that many beside its weight and bias).
+  columns (a LayerNorm kernel has registers for about that many beside its weight and bias);
+- ``s21_parked_wb`` and ``s21_parked_wb_synced`` (added in the thirty-eighth session, after the
+  H200 put the parked copies at 0.91 of flat and every other row-ordered shape lower): the
+  parked copies writing y = x * w + b (w = 1, b = 0, so y = x exactly), with each CTA's
+  weight and bias columns read from global memory every row under an L2 evict-last policy.
+  A LayerNorm that parks x in shared memory has no room there for weight and bias (s21 keeps
+  them in its 112 KiB a CTA), so it reads their 32 MiB from L2 every row; these say whether
+  L2 keeps them and what that costs. Their held half is 4 columns, not 8 (12 parked: 96 KiB a
+  CTA, two on an SM), and their stats loop parks two columns at a time: with s21's split nvcc
+  spilled 252 B a thread beside the weight and bias (128 registers); as written, 40 B
+  unsynced and 56 B synced of spill stores remain (nvcc 13, sm_90a, checked here).
+  40_LayerNorm's bar (85% of the copy ceiling) asks for all its 570.4 MB, weight and bias
+  included, in 0.1575 ms on the H200, about 0.936 of ``flat``'s rate with the row's barrier
+  (``docs/design/corpus.md``, "Round 36 and the copies on the H200"); the synced one, which
+  moves x, y and the weight and bias, says whether that is in reach.
 
 ``flat`` near the ceiling and ``s21_order`` at ~72% would say the mix of reads and writes is
 what costs, and then ``s21_parked`` and ``s21_plain`` say whether the L2 re-read or the hints
@@ -63,7 +77,7 @@ CUDA_SRC = r"""
 #include <ATen/cuda/CUDAContext.h>
 #include <c10/cuda/CUDAException.h>
 
-constexpr int T = 256, PER4 = 16, HOLD = 8, HOLD2 = 5, SLICE = T * PER4 * 4;
+constexpr int T = 256, PER4 = 16, HOLD = 8, HOLD2 = 5, H3 = 4, G3 = 2, SLICE = T * PER4 * 4;
 
 __global__ void copy_flat(const float4* __restrict__ x, float4* __restrict__ y, long long n4) {
   for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n4;
@@ -83,6 +97,20 @@ copy_rows(const float* __restrict__ x, float* __restrict__ y, int rows, long lon
 #pragma unroll
     for (int i = 0; i < PER4; ++i) __stcs(ys + i * T + threadIdx.x, v[i]);
   }
+}
+
+// A float4 of weight or bias, asked to stay in L2 (evict-last policy): read again every row.
+__device__ __forceinline__ float4 ld_keep(const float4* p, unsigned long long policy) {
+  float4 v;
+  asm volatile("ld.global.L2::cache_hint.v4.f32 {%0, %1, %2, %3}, [%4], %5;"
+      : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w) : "l"(p), "l"(policy));
+  return v;
+}
+
+// st.global.cs as a volatile asm: stays in program order with ld_keep
+__device__ __forceinline__ void st_ordered(float4* p, float4 v) {
+  asm volatile("st.global.cs.v4.f32 [%0], {%1, %2, %3, %4};"
+               ::"l"(p), "f"(v.x), "f"(v.y), "f"(v.z), "f"(v.w) : "memory");
 }
 
 // Row r's arrival: every thread's loads of it have landed (acc depends on them), then one
@@ -106,12 +134,16 @@ __device__ __forceinline__ void wait_row(unsigned* count, unsigned target) {
 // N(r) (held half stored, streamed half read again from L2 and stored), rows two at a time.
 // MODE 0: s21's hints (ld.cs / ld.cg / st.cs); MODE 1: the same loads and stores without hints;
 // MODE 2: s21's hints, but the streamed half parked in shared memory (by row parity) instead of
-// re-read from L2, so x crosses L2 once and the re-reads are gone.
-template <bool SYNC, int MODE>
+// re-read from L2, so x crosses L2 once and the re-reads are gone. MODE 3: MODE 2, and each
+// stored float4 is fma(x, w, b) with this CTA's weight and bias columns read from global memory
+// every row under an L2 evict-last policy (32 MiB of them stay in L2, or not): a LayerNorm whose
+// shared memory parks x cannot also hold weight and bias, as s21's does.
+template <bool SYNC, int MODE, int H = HOLD>
 __global__ void __launch_bounds__(T, 2)
 copy_s21(const float* __restrict__ x, float* __restrict__ y, int rows, long long d,
-         unsigned* counts, unsigned base, float* sink) {
-  extern __shared__ __align__(16) float4 park[];  // MODE 2: [2][PER4 - HOLD][T]
+         unsigned* counts, unsigned base, float* sink, const float* __restrict__ w,
+         const float* __restrict__ b) {
+  extern __shared__ __align__(16) float4 park[];  // MODE 2, 3: [2][PER4 - H][T]
   // this CTA's float4 columns [q0, q0 + n4) of each row: SLICE / 4 each on s21's grid, fewer
   // (masked, as s21 masks) on a larger one
   const long long q0 = (long long)blockIdx.x * (d / 4) / gridDim.x;
@@ -119,22 +151,50 @@ copy_s21(const float* __restrict__ x, float* __restrict__ y, int rows, long long
   const long long c0 = q0 * 4;
   const int tid = threadIdx.x;
   const float4 zero = make_float4(0.f, 0.f, 0.f, 0.f);
-  float4 ha[HOLD], hb[HOLD];
+  float4 ha[H], hb[H];
   float acc = 0.f;
+  unsigned long long keep = 0;
+  if (MODE == 3) asm("createpolicy.fractional.L2::evict_last.b64 %0, 1.0;" : "=l"(keep));
+  const float4* w4 = reinterpret_cast<const float4*>(w) + q0;
+  const float4* b4 = reinterpret_cast<const float4*>(b) + q0;
   auto ld_first = [&](const float4* p) { return MODE == 1 ? *p : __ldcs(p); };
   auto st = [&](float4* p, float4 v) {
     if (MODE == 1) *p = v; else __stcs(p, v);
   };
-  auto stats = [&](int r, float4 (&held)[HOLD]) {
+  // MODE 3's N(r): y = x * w + b, w and b from L2 four columns at a time, loads and stores
+  // kept in program order (volatile). Its held half is H3 = 6 columns, not s21's 8: with 8,
+  // two rows' held halves and a group's weight and bias spilled 252 B (nvcc, 128 registers)
+  auto norm_affine = [&](int r, const float4 (&held)[H], float4* ys) {
+#pragma unroll
+    for (int g = 0; g < PER4; g += G3) {
+      float4 a[G3], c[G3];
+#pragma unroll
+      for (int k = 0; k < G3; ++k) {
+        const int q = (g + k) * T + tid;
+        a[k] = q < n4 ? ld_keep(w4 + q, keep) : zero;
+        c[k] = q < n4 ? ld_keep(b4 + q, keep) : zero;
+      }
+#pragma unroll
+      for (int k = 0; k < G3; ++k) {
+        const int i = g + k;
+        if (i * T + tid >= n4) continue;
+        const float4 v = i < H ? held[i] : park[((r & 1) * (PER4 - H) + (i - H)) * T + tid];
+        st_ordered(ys + i * T + tid,
+                   make_float4(fmaf(v.x, a[k].x, c[k].x), fmaf(v.y, a[k].y, c[k].y),
+                               fmaf(v.z, a[k].z, c[k].z), fmaf(v.w, a[k].w, c[k].w)));
+      }
+    }
+  };
+  auto stats = [&](int r, float4 (&held)[H]) {
     const float4* xs = reinterpret_cast<const float4*>(x + r * d + c0);
 #pragma unroll
-    for (int i = 0; i < HOLD; ++i) held[i] = i * T + tid < n4 ? ld_first(xs + i * T + tid) : zero;
-#pragma unroll
-    for (int i = HOLD; i < PER4; ++i) {
+    for (int i = 0; i < H; ++i) held[i] = i * T + tid < n4 ? ld_first(xs + i * T + tid) : zero;
+#pragma unroll(MODE == 3 ? 2 : PER4)  // MODE 3: not every load first (that spilled)
+    for (int i = H; i < PER4; ++i) {
       const bool in = i * T + tid < n4;
-      if (MODE == 2) {  // a thread parks what it alone reads back: no barrier needed
+      if (MODE >= 2) {  // a thread parks what it alone reads back: no barrier needed
         const float4 v = in ? __ldcs(xs + i * T + tid) : zero;
-        park[((r & 1) * (PER4 - HOLD) + (i - HOLD)) * T + tid] = v;
+        park[((r & 1) * (PER4 - H) + (i - H)) * T + tid] = v;
       } else {
         const float4 v = !in ? zero : MODE == 1 ? xs[i * T + tid] : __ldcg(xs + i * T + tid);
         acc += (v.x + v.y) + (v.z + v.w);
@@ -142,28 +202,32 @@ copy_s21(const float* __restrict__ x, float* __restrict__ y, int rows, long long
     }
     if (SYNC) {  // as s21 publishes its partial: after the row's loads, held ones included
 #pragma unroll
-      for (int i = 0; i < HOLD; ++i) acc += (held[i].x + held[i].y) + (held[i].z + held[i].w);
-      if (MODE == 2) {
-#pragma unroll
-        for (int i = HOLD; i < PER4; ++i) {
-          const float4 v = park[((r & 1) * (PER4 - HOLD) + (i - HOLD)) * T + tid];
+      for (int i = 0; i < H; ++i) acc += (held[i].x + held[i].y) + (held[i].z + held[i].w);
+      if (MODE >= 2) {
+#pragma unroll(MODE == 3 ? 2 : PER4)
+        for (int i = H; i < PER4; ++i) {
+          const float4 v = park[((r & 1) * (PER4 - H) + (i - H)) * T + tid];
           acc += (v.x + v.y) + (v.z + v.w);
         }
       }
       arrive(counts + r, acc);
     }
   };
-  auto norm = [&](int r, const float4 (&held)[HOLD]) {
+  auto norm = [&](int r, const float4 (&held)[H]) {
     if (SYNC) wait_row(counts + r, base + gridDim.x);  // as s21 waits for the row's statistics
     const float4* xs = reinterpret_cast<const float4*>(x + r * d + c0);
     float4* ys = reinterpret_cast<float4*>(y + r * d + c0);
+    if (MODE == 3) {
+      norm_affine(r, held, ys);
+      return;
+    }
 #pragma unroll
-    for (int i = 0; i < HOLD; ++i)
+    for (int i = 0; i < H; ++i)
       if (i * T + tid < n4) st(ys + i * T + tid, held[i]);
 #pragma unroll
-    for (int i = HOLD; i < PER4; ++i) {
+    for (int i = H; i < PER4; ++i) {
       if (i * T + tid >= n4) continue;
-      const float4 v = MODE == 2 ? park[((r & 1) * (PER4 - HOLD) + (i - HOLD)) * T + tid]
+      const float4 v = MODE >= 2 ? park[((r & 1) * (PER4 - H) + (i - H)) * T + tid]
                                  : ld_first(xs + i * T + tid);
       st(ys + i * T + tid, v);
     }
@@ -188,7 +252,8 @@ copy_s21(const float* __restrict__ x, float* __restrict__ y, int rows, long long
 template <bool SYNC, int LEAD, int H>
 __global__ void __launch_bounds__(T, 2)
 copy_fused(const float* __restrict__ x, float* __restrict__ y, int rows, long long d,
-           unsigned* counts, unsigned base, float* sink) {
+           unsigned* counts, unsigned base, float* sink, const float* __restrict__ w,
+           const float* __restrict__ b) {
   const long long c0 = (long long)blockIdx.x * SLICE;
   const int tid = threadIdx.x;
   float4 h[LEAD + 1][H];
@@ -237,9 +302,10 @@ copy_fused(const float* __restrict__ x, float* __restrict__ y, int rows, long lo
   if (acc == 1.2345f) sink[blockIdx.x] = acc;  // keeps the streamed loads
 }
 constexpr int PARK_BYTES = 2 * (PER4 - HOLD) * T * 16;  // 64 KiB: two CTAs fit an SM
+constexpr int PARK3_BYTES = 2 * (PER4 - H3) * T * 16;   // 80 KiB: so do two of these
 
 void run(int64_t which, torch::Tensor x, torch::Tensor y, torch::Tensor counts, int64_t call,
-         torch::Tensor sink) {
+         torch::Tensor sink, torch::Tensor w, torch::Tensor b) {
   const int rows = (int)x.size(0);
   const long long d = x.size(1);
   const int grid = (int)(d / SLICE);
@@ -253,21 +319,25 @@ void run(int64_t which, torch::Tensor x, torch::Tensor y, torch::Tensor counts, 
   } else if (which == 1) {
     copy_rows<<<grid, T, 0, stream>>>(xp, yp, rows, d);
   } else {
-    // which 2..10: s21_order, s21_order_synced, s21_plain, s21_parked, s21_parked_synced,
-    // s21_order_balanced (two CTAs on every SM, smaller slices); each synced variant counts on
-    // its own rows of counts, growing by the grid each of its calls
+    // which 2..12: s21_order, s21_order_synced, s21_plain, s21_parked, s21_parked_synced,
+    // s21_order_balanced (two CTAs on every SM, smaller slices), the three fused ones, and
+    // s21_parked_wb, s21_parked_wb_synced; each synced variant counts on its own rows of
+    // counts, growing by the grid each of its calls
     int ctas = grid;
     if (which == 7) {
       ctas = 2 * at::cuda::getCurrentDeviceProperties()->multiProcessorCount;
       TORCH_CHECK((long long)ctas * T * PER4 * 4 >= d, "2 CTAs per SM cannot cover a row");
     }
     unsigned* cp = reinterpret_cast<unsigned*>(counts.data_ptr<int>()) +
-                  (which == 6 ? rows : which == 9 ? 2 * rows : which == 10 ? 3 * rows : 0);
+                  (which == 6 ? rows : which == 9 ? 2 * rows : which == 10 ? 3 * rows
+                   : which == 12 ? 4 * rows : 0);
     unsigned base = (unsigned)(call * grid);
     float* sp = sink.data_ptr<float>();
     int rows_i = rows;
     long long d_ = d;
-    void* args[] = {&xp, &yp, &rows_i, &d_, &cp, &base, &sp};
+    const float* wp = w.data_ptr<float>();
+    const float* bp = b.data_ptr<float>();
+    void* args[] = {&xp, &yp, &rows_i, &d_, &cp, &base, &sp, &wp, &bp};
     void* k = which == 2 ? (void*)copy_s21<false, 0>
             : which == 3 ? (void*)copy_s21<true, 0>
             : which == 4 ? (void*)copy_s21<false, 1>
@@ -276,8 +346,10 @@ void run(int64_t which, torch::Tensor x, torch::Tensor y, torch::Tensor counts, 
             : which == 8 ? (void*)copy_fused<false, 1, HOLD>
             : which == 9 ? (void*)copy_fused<true, 1, HOLD>
             : which == 10 ? (void*)copy_fused<true, 2, HOLD2>
+            : which == 11 ? (void*)copy_s21<false, 3, H3>
+            : which == 12 ? (void*)copy_s21<true, 3, H3>
                           : (void*)copy_s21<false, 0>;
-    const int smem = which >= 5 ? PARK_BYTES : 0;
+    const int smem = which >= 11 ? PARK3_BYTES : which >= 5 ? PARK_BYTES : 0;
     if (smem)
       C10_CUDA_CHECK(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
     C10_CUDA_CHECK(cudaLaunchCooperativeKernel(k, dim3(ctas), dim3(T), args, (size_t)smem, stream));
@@ -298,8 +370,10 @@ VARIANTS = (
     "s21_fused",
     "s21_fused_synced",
     "s21_fused_lead2_synced",
+    "s21_parked_wb",
+    "s21_parked_wb_synced",
 )
-SYNCED = (3, 6, 9, 10)
+SYNCED = (3, 6, 9, 10, 12)
 
 
 def main() -> int:
@@ -318,19 +392,22 @@ def main() -> int:
     ext = load_inline(
         name="upskills_bench_ln_mix_copy",
         cpp_sources="void run(int64_t which, torch::Tensor x, torch::Tensor y, "
-        "torch::Tensor counts, int64_t call, torch::Tensor sink);",
+        "torch::Tensor counts, int64_t call, torch::Tensor sink, torch::Tensor w, "
+        "torch::Tensor b);",
         cuda_sources=CUDA_SRC,
         functions=["run"],
         extra_cuda_cflags=["-O3"],
     )
     x = torch.randn(ROWS, COLS, device="cuda")
     y = torch.empty_like(x)
-    counts = torch.zeros(4 * ROWS, device="cuda", dtype=torch.int32)
+    counts = torch.zeros(5 * ROWS, device="cuda", dtype=torch.int32)
+    w = torch.ones(COLS, device="cuda")  # y = x * 1 + 0 = x exactly: the copy check holds
+    b = torch.zeros(COLS, device="cuda")
     sink = torch.zeros(4096, device="cuda")  # one slot per CTA of any grid here
     synced = dict.fromkeys(SYNCED, 0)  # calls of each synced variant so far: each adds the grid
 
     def call(which: int) -> None:
-        ext.run(which, x, y, counts, synced.get(which, 0), sink)
+        ext.run(which, x, y, counts, synced.get(which, 0), sink, w, b)
         if which in synced:
             synced[which] += 1
 
