@@ -6,7 +6,15 @@ fp16 and bf16 products through torch.matmul on random data. L2 read: a 16 MiB fp
 inside an H200's L2) read over and over by 4 programs per SM, 16-byte loads, each pass in a
 different order of its blocks; bytes counted as every pass's reads (a kernel that re-reads
 parameters from L2 once per row, like a layer norm over rows as large as its weight, cannot beat
-this). All timed with CUDA events after warm-up, median of 20. Writes JSON to --out.
+this). All timed with CUDA events after warm-up, median of 20.
+
+Copy by size (``copy_by_size``, added in the thirty-eighth session): the same copy at sizes from
+32 MiB to 16 GiB moved, timed as the verifier times a kernel (``time_cuda``: L2 flushed by a
+write before each call, median). The copy ceiling above is a 4 GiB copy's, 2 ms a call; a
+kernel of 0.1 ms is timed with the flush's write-back in its call, which a copy of its own size
+pays too (40_LayerNorm's bytes copied flat reached 90.8% of the ceiling so,
+``docs/design/corpus.md``). These say what a copy reaches at each size under that timer.
+Writes JSON to --out.
 
     python benchmarks/device/ceilings.py --out ceilings.json
 """
@@ -50,6 +58,27 @@ def l2_read_gb_per_s(mib: int = 16, passes: int = 64) -> float:
     return round(passes * x.numel() * 4 / (ms * 1e-3) / 1e9, 1)
 
 
+def copy_by_size(moved: list[int]) -> list[dict[str, float]]:
+    """A copy's bandwidth at each size of ``moved`` (bytes read + written), timed as a kernel."""
+    from upskills.verify.timing import time_cuda
+
+    rows: list[dict[str, float]] = []
+    for nbytes in moved:
+        src = torch.randn(nbytes // 8, device="cuda")  # each fp32 element read and written once
+        dst = torch.empty_like(src)
+        timing, _ = time_cuda(lambda dst=dst, src=src: dst.copy_(src), target_s=0.3)
+        ms = timing.median_ms
+        rows.append(
+            {
+                "bytes": 2 * src.numel() * 4,
+                "median_ms": round(ms, 5),
+                "gb_per_s": round(2 * src.numel() * 4 / (ms * 1e-3) / 1e9, 1),
+            }
+        )
+        del src, dst
+    return rows
+
+
 def _median_ms(fn, reps: int = 20) -> float:
     for _ in range(3):
         fn()
@@ -89,6 +118,10 @@ def main() -> None:
         result["l2_read_gb_per_s"] = l2_read_gb_per_s()
     except Exception as exc:  # the two ceilings above stand without it
         result["l2_read_error"] = f"{type(exc).__name__}: {exc}"
+    try:
+        result["copy_by_size"] = copy_by_size([1 << k for k in range(25, 35)])
+    except Exception as exc:  # nor does it need this
+        result["copy_by_size_error"] = f"{type(exc).__name__}: {exc}"
     args.out.write_text(json.dumps(result, indent=2) + "\n")
     print(json.dumps(result))
 

@@ -13,7 +13,8 @@
 #                    again beside the kernel, not read from the cache; RECHECK_FLUSH=read: timed
 #                    after a read flush, upskills check --flush; RECHECK_RECORDED=FILE: compared with
 #                    the speedups of an earlier re-check file, not the traces') -> $OUT/recheck.jsonl
-#   CEILINGS=1       copy and matmul ceilings -> $OUT/ceilings.json
+#   CEILINGS=1       copy and matmul ceilings, and the copy at sizes from 32 MiB to 16 GiB under
+#                    the verifier's timer -> $OUT/ceilings.json
 #   KB_PROBLEMS=N    KernelBench's harness next to upskills' judge (KB_SKIP first skipped)
 #                    -> $OUT/vs_kernelbench.json
 #   PROBE=1          can a process of another user map the judge's GPU memory (VMM, POSIX fd)?
@@ -134,7 +135,7 @@ elif [ -n "${RECHECK:-}" ]; then
 fi
 
 if [ "${CEILINGS:-0}" = 1 ]; then
-  timeout 90 python3 benchmarks/device/ceilings.py --out "$OUT/ceilings.json"; echo "ceilings exit $?"
+  timeout 150 python3 benchmarks/device/ceilings.py --out "$OUT/ceilings.json"; echo "ceilings exit $?"
 fi
 
 if [ -n "${KB_PROBLEMS:-}" ] && [ "$(left 15)" -gt 90 ]; then
