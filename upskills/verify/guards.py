@@ -117,9 +117,8 @@ class LaunchCounter:
             if state.gpu and state.depth == 0 and state.inputs is not None:
                 state.host_reach += host_reach(leaves((args, kwargs)))  # pinned memory written
                 hooks_set()
-                given, named = launch_arguments(
-                    args, kwargs, hooks_set
-                )  # each address read once ...
+                # each address read once (the hooks again once the grid is read) ...
+                given, named = launch_arguments(args, kwargs, hooks_set)
                 items = leaves((given, named))
                 state.host_addresses += host_addresses(items)  # ... asked ...
                 checked = held_addresses(items)  # ... and still the one launched
