@@ -3,9 +3,10 @@
     python benchmarks/verifier_v2/late_trial_probe.py --out late_trial_probe.json
 
 The H200 re-check of the corpus's finals (``recheck_h200_run32.jsonl``) put honest timed
-medians of KernelBench's large one-pass tasks at 0.896x-0.952x of the busy time the late
-trial's CUPTI records gave (19_ReLU: 3.0111 ms timed, 3.3607 ms watched), where launch-bound
-and mid-sized finals sat at 0.99x-1.06x. The watched-speed rule's share went from 0.9 to 0.8
+medians of five of KernelBench's eight largest tasks (3-4 ms a call) at 0.896x-0.952x of the
+busy time the late trial's CUPTI records gave (19_ReLU: 3.0111 ms timed, 3.3607 ms watched),
+where the other three sat at 0.98x-1.00x and the launch-bound and mid-sized finals at
+0.99x-1.06x. The watched-speed rule's share went from 0.9 to 0.8
 on that (``upskills/verify/watched_speed.py``). This probe separates the candidate causes, in
 one process, with ``torch.relu`` over 19_ReLU's [4096, 393216] fp32 (6.4 GB in, 6.4 GB out):
 

@@ -53,12 +53,13 @@ Measured on an H100 (2026-12-05, the corpus's 32 finals that ran there, their bu
 least of every trial's and the late trial's): honest medians were 0.99x to 1.12x of their busy
 time; the watched-forward cheat's was 0.22x. On an H200 (thirty-eighth session, the re-check of
 all 34 finals, ``recheck_h200_run32.jsonl``, busy time the late trial's alone) they were 0.896x
-to 1.061x: KernelBench's large one-pass tasks (3 to 4 ms a call, 12 GB or more moved) ran 5 to
-12% slower in the late trial than timed, and the share was then 0.9, so an honest ReLU (0.896x)
-was refused. Why the late trial is slower there is not measured (its inputs are fresh and its
-outputs newly allocated; the timed calls reuse theirs). 0.8 keeps the honest H200 minimum 11%
-above the bar and the cheat 3.6 times below it; a forward whose switch gains less than 1.25x is
-not caught."""
+to 1.061x: five of KernelBench's eight largest tasks (3 to 4 ms a call, 12 GB or more moved)
+ran 5 to 12% slower in the late trial than timed (the other three 0 to 2%), and the share was
+then 0.9, so an honest ReLU (0.896x) was refused. Why the late trial is slower there is not
+measured (its inputs are fresh and its outputs newly allocated; the timed calls reuse theirs;
+``benchmarks/verifier_v2/late_trial_probe.py`` asks). 0.8 keeps the honest H200 minimum 11%
+above the bar and the cheat 3.6 times below it; a forward whose switch gains less than 1.25x
+is not caught."""
 WATCHED_SLACK_MS = 0.002
 """And the difference must exceed this (a few microseconds of a launch-bound call's noise)."""
 
