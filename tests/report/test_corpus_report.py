@@ -474,6 +474,11 @@ def test_a_recheck_gives_the_final_kernel_its_times(tmp_path, monkeypatch):
     (row,) = build_corpus_report([tmp_path / "t"], "cmd", recheck_files=[failed]).rows
     assert (row.times_from, row.median_ms) == ("trace", 0.25)
     assert row.notes == ["the re-check of k3 did not pass: trace times kept"]
+    refused = _recheck_file(
+        tmp_path / "g.jsonl", {"candidate_hash": "k3", "passed": False, "guard": "timed_result"}
+    )
+    (row,) = build_corpus_report([tmp_path / "t"], "cmd", recheck_files=[refused]).rows
+    assert row.notes == ["the re-check of k3 did not pass (guard timed_result): trace times kept"]
     # two files: the last one's row for a kernel wins
     (row,) = build_corpus_report([tmp_path / "t"], "cmd", recheck_files=[failed, rows]).rows
     assert (row.times_from, row.median_ms) == ("recheck", 0.2)

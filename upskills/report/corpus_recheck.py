@@ -51,6 +51,8 @@ class Recheck(BaseModel):
     instead of the trace's benchmark verdict; None: the trace's."""
     recorded_flush: str | None = None
     """The flush of what ``ratio`` was computed against."""
+    guard: str | None = None
+    """The guard that refused it, where one did (the report's note names it)."""
 
 
 def load_rechecks(file: str | Path) -> dict[str, Recheck]:
@@ -99,7 +101,8 @@ def use_recheck(
     if recheck is None:
         return
     if not recheck.passed or recheck.median_ms is None:
-        row.notes.append(f"the re-check of {row.final_kernel} did not pass: trace times kept")
+        why = f" (guard {recheck.guard})" if recheck.guard else ""
+        row.notes.append(f"the re-check of {row.final_kernel} did not pass{why}: trace times kept")
         return
     row.times_from, row.median_ms = "recheck", recheck.median_ms
     row.recheck_ratio = recheck.ratio
