@@ -186,6 +186,7 @@ def test_a_launch_with_hooks_that_run_inside_it_counts():
     before the launch, after the grid is read and after the launch; thirty-eighth session).
     Here the launch function plays Triton's ``JITFunction.run``: it reads the grid, then runs
     the exit hooks the way the launcher would."""
+    import importlib
     from types import SimpleNamespace
 
     import torch
@@ -214,6 +215,11 @@ def test_a_launch_with_hooks_that_run_inside_it_counts():
             chain.add(back)
             return super().__iter__()
 
+    class Sneaky(knobs.HookChain):  # type: ignore[type-arg]
+        def __call__(self, *args: object, **kwargs: object) -> None:
+            back()
+
+    jit = importlib.import_module("triton.runtime.jit")
     counter = LaunchCounter()
     state = counter.state
     state.inputs, state.gpu = frozenset(), True
@@ -232,8 +238,43 @@ def test_a_launch_with_hooks_that_run_inside_it_counts():
         assert launch_hooks(SimpleNamespace(pre_run_hooks=Sizes())) == 1  # not a plain list
         knobs.runtime.jit_cache_hook = lambda *a, **k: None
         assert launch_hooks(kernel) == 1
+        knobs.runtime.jit_cache_hook = None
+        # a chain of the candidate's own: empty ``calls``, its own ``__call__`` (found in the
+        # thirty-eighth session's review: it counted 0 before the chains were pinned)
+        knobs.runtime.launch_exit_hook = Sneaky(reversed=True)
+        assert launch_hooks(kernel) == 1
+        knobs.runtime.launch_exit_hook = chain
+        jit.knobs = SimpleNamespace(runtime=SimpleNamespace())  # another runtime, where run reads
+        assert launch_hooks(kernel) == 1
+        jit.knobs = knobs
+        assert launch_hooks(kernel) == 0
     finally:
         knobs.runtime.jit_cache_hook = None
+        knobs.runtime.launch_exit_hook = chain
+        jit.knobs = knobs
         chain.remove(back)
     state.inputs = None  # the timed calls: their launches are not slowed by the check
     assert launch(hooked, x, grid=(1,)) == (1,)
+
+
+def test_the_classes_that_answer_for_triton_s_hooks_are_watched():
+    """A patched ``HookChain.__call__`` (or a ``__getattribute__`` set on the knobs' classes)
+    would run code inside a launch whose chains look empty: the library snapshot (guard d)
+    watches those classes (thirty-eighth session's review)."""
+    from triton import knobs
+
+    from upskills.verify.library_snapshot import LibrarySnapshot
+
+    snapshot = LibrarySnapshot()
+    call = knobs.HookChain.__call__
+    try:
+        knobs.HookChain.__call__ = lambda self, *a, **k: None  # type: ignore[method-assign]
+        type(knobs.runtime).__getattribute__ = object.__getattribute__  # type: ignore[method-assign]
+        changed = snapshot.changed()
+    finally:
+        knobs.HookChain.__call__ = call  # type: ignore[method-assign]
+        del type(knobs.runtime).__getattribute__
+    assert "triton.HookChain.__call__" in changed, changed
+    assert any(
+        c.startswith(f"triton.{type(knobs.runtime).__qualname__}.__getattribute__") for c in changed
+    ), changed

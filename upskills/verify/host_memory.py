@@ -234,6 +234,28 @@ def _plain_grid(
 
 _SLOT_HOOKS = ("jit_cache_hook", "jit_post_compile_hook", "add_stages_inspection_hook")
 _CHAIN_HOOKS = ("launch_enter_hook", "launch_exit_hook")
+_KNOBS: Any = None
+"""What Triton's launches read their hooks from, before the candidate's import: the module
+whose ``knobs`` ``JITFunction.run`` reads, its ``knobs.runtime`` and that object's launch-hook
+chains (False without Triton). Loaded by :func:`load_triton_knobs`; a constant of the verifier's
+own module, watched like :data:`_GET_ATTRIBUTE`."""
+
+
+def load_triton_knobs() -> Any:
+    """``(triton.runtime.jit, its knobs.runtime, {chain name: chain})``, read once.
+
+    False without Triton or its knobs.
+    """
+    global _KNOBS
+    if _KNOBS is None:
+        try:
+            jit = importlib.import_module("triton.runtime.jit")
+            runtime = jit.knobs.runtime
+            chains = {name: getattr(runtime, name, None) for name in _CHAIN_HOOKS}
+            _KNOBS = (jit, runtime, chains)  # pyright: ignore[reportConstantRedefinition]
+        except (ImportError, AttributeError):
+            _KNOBS = False  # pyright: ignore[reportConstantRedefinition]
+    return _KNOBS
 
 
 def launch_hooks(kernel: Any) -> int:
@@ -245,16 +267,21 @@ def launch_hooks(kernel: Any) -> int:
     stand-in back before :func:`moved` looks. The verifier sets none of them and an honest
     kernel needs none in a check. An object where Triton keeps a list (a hook chain's ``calls``,
     ``pre_run_hooks``) counts unless it is an empty ``list``: a subclass's ``__len__`` is not
-    asked.
+    asked. The launch-hook chains must be the very objects Triton had before the candidate's
+    import (:func:`load_triton_knobs`), read where ``JITFunction.run`` reads them: a chain of
+    the candidate's own (a ``HookChain`` subclass with an empty ``calls`` and a ``__call__`` of
+    its own) or another ``knobs.runtime`` counts.
     """
     count = _unless_empty(getattr(kernel, "pre_run_hooks", []))
-    try:
-        runtime: Any = importlib.import_module("triton").knobs.runtime
-    except (ImportError, AttributeError):  # no Triton, or one older than its knobs
+    known = load_triton_knobs()
+    if not known:  # no Triton, or one older than its knobs
         return count
-    for name in _CHAIN_HOOKS:
+    jit, runtime, chains = known
+    if getattr(getattr(jit, "knobs", None), "runtime", None) is not runtime:
+        return count + 1
+    for name, chain in chains.items():
         hook = getattr(runtime, name, None)
-        count += hook is not None and _unless_empty(getattr(hook, "calls", hook))
+        count += hook is not chain or (hook is not None and _unless_empty(hook.calls))
     return count + sum(getattr(runtime, name, None) is not None for name in _SLOT_HOOKS)
 
 

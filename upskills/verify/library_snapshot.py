@@ -51,6 +51,12 @@ def _watched_namespaces() -> dict[str, Any]:
         spaces["upskills.verify.fingerprint_kernel"].projection_kernel()
     except ImportError:  # no Triton here: they stay unmade, and the PyTorch ops serve
         pass
+    # the objects Triton's launches read their hooks from (host_memory.launch_hooks), and the
+    # classes that answer for them: a patched HookChain.__call__ or knobs __getattribute__
+    if knobs := spaces["upskills.verify.host_memory"].load_triton_knobs():
+        runtime, chains = knobs[1], knobs[2].values()
+        for cls in {*type(runtime).__mro__[:-1], *(type(c) for c in chains if c is not None)}:
+            spaces[f"triton.{cls.__qualname__}"] = cls
     for name, cls in _OWN_CLASSES:
         spaces[f"{name}.{cls}"] = getattr(spaces[name], cls)
     return spaces
