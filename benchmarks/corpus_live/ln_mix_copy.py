@@ -161,8 +161,8 @@ copy_s21(const float* __restrict__ x, float* __restrict__ y, int rows, long long
   auto st = [&](float4* p, float4 v) {
     if (MODE == 1) *p = v; else __stcs(p, v);
   };
-  // MODE 3's N(r): y = x * w + b, w and b from L2 four columns at a time, loads and stores
-  // kept in program order (volatile). Its held half is H3 = 6 columns, not s21's 8: with 8,
+  // MODE 3's N(r): y = x * w + b, w and b from L2 G3 = 2 columns at a time, loads and stores
+  // kept in program order (volatile). Its held half is H3 = 4 columns, not s21's 8: with 8,
   // two rows' held halves and a group's weight and bias spilled 252 B (nvcc, 128 registers)
   auto norm_affine = [&](int r, const float4 (&held)[H], float4* ys) {
 #pragma unroll
