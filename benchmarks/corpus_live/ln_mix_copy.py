@@ -47,7 +47,8 @@ thirteen ways, each against the first:
   40_LayerNorm's bar (85% of the copy ceiling) asks for all its 570.4 MB, weight and bias
   included, in 0.1575 ms on the H200, about 0.936 of ``flat``'s rate with the row's barrier
   (``docs/design/corpus.md``, "Round 36 and the copies on the H200"); the synced one, which
-  moves x, y and the weight and bias, says whether that is in reach.
+  moves x, y and the weight and bias, says whether that is in reach. On an H100 (thirty-ninth
+  session) they copied at 0.517 and 0.475 of flat: not in reach (``corpus.md``).
 
 ``flat`` near the ceiling and ``s21_order`` at ~72% would say the mix of reads and writes is
 what costs, and then ``s21_parked`` and ``s21_plain`` say whether the L2 re-read or the hints

@@ -28,11 +28,12 @@
 #   LNPROBE=1        benchmarks/corpus_live/ln_wait_probe.py: 40_LayerNorm's final kernel built again
 #                    with %globaltimer stamps (LNPROBE=DIR: that session's), where each CTA waits
 #                    per row -> $OUT/ln_wait_probe.json
-#   MIXCOPY=1        benchmarks/corpus_live/ln_mix_copy.py: 40_LayerNorm's bytes copied eleven ways
+#   MIXCOPY=1        benchmarks/corpus_live/ln_mix_copy.py: 40_LayerNorm's bytes copied thirteen ways
 #                    (flat; s21's slices; s21's loads, stores and hints; the same with a grid
 #                    barrier per row; without hints; with the re-read half parked in shared
 #                    memory, unsynced and synced; on 2 CTAs per SM; S(r + 1) and N(r) fused in
-#                    one loop, unsynced and synced, and S(r + 2) with N(r)), timed side by side
+#                    one loop, unsynced and synced, and S(r + 2) with N(r); parked with weight
+#                    and bias read from L2 every row, unsynced and synced), timed side by side
 #                    -> $OUT/ln_mix_copy.json
 #   LATEPROBE=1      benchmarks/verifier_v2/late_trial_probe.py: torch.relu over 19_ReLU's bytes,
 #                    timed as the verifier times and watched as its late trial watches (an
@@ -52,6 +53,8 @@
 #                    tests that need a timed verdict one at a time -> $OUT/gpu_tests.log
 #   TESTS="a b"      only these test ids, one at a time (words: no brackets or quotes; to pick
 #                    parametrised ids, TESTS_K="expr" adds pytest -k "expr")
+#   TESTS=@FILE      the test ids listed in FILE, one a line (brackets allowed; '#' starts a
+#                    comment), one at a time; e.g. benchmarks/device/gpu_tests_left.txt
 #   SESSIONS=tmp     first unpack the sessions that earlier calls' rounds judged on this machine
 #   SMOKE=1          before every other stage, benchmarks/device/smoke.py: an honest add's GPU check
 #                    and a copy record's size; the call stops there if the add fails
@@ -233,14 +236,20 @@ if [ "${TESTS:-}" = 1 ]; then
     --timeout=120 "${par[@]}" "${untimed[@]}" > "$OUT/gpu_tests.log" 2>&1
   echo "pytest exit $? (untimed)" >> "$OUT/gpu_tests.log"
   timeout -s INT -k 20 "$(left 20)" python3 -m pytest -m gpu --run-slow -rfEsp -p no:benchmark -p no:cacheprovider \
-    -p no:xdist --timeout=150 "${timed[@]}" >> "$OUT/gpu_tests.log" 2>&1
+    -p no:xdist --timeout=150 --durations=0 "${timed[@]}" >> "$OUT/gpu_tests.log" 2>&1
   echo "pytest exit $? (timed, one at a time)" >> "$OUT/gpu_tests.log"
 elif [ -n "${TESTS:-}" ]; then
   # -rP: a passing test's printed output too (which guard refused a cheat, the timings beside
   # it); the twenty-fifth session's stream-query test passed with none of it on record
-  # shellcheck disable=SC2086
+  if [ "${TESTS#@}" != "$TESTS" ]; then
+    mapfile -t ids < <(sed -e 's/#.*//' -e 's/[[:space:]]*$//' "${TESTS#@}" | grep -v '^$')
+  else
+    read -r -a ids <<< "$TESTS"
+  fi
+  # --durations: where each test's minutes go (the thirty-ninth session ran 35 timed tests in
+  # 1300 s, 25-50 s each, and could not say which stage took them)
   timeout -s INT -k 20 "$(left 20)" python3 -m pytest -m gpu --run-slow -rfEspP -p no:benchmark -p no:cacheprovider \
-    -p no:xdist --timeout=150 $TESTS ${TESTS_K:+-k "$TESTS_K"} > "$OUT/gpu_tests.log" 2>&1
+    -p no:xdist --timeout=150 --durations=0 "${ids[@]}" ${TESTS_K:+-k "$TESTS_K"} > "$OUT/gpu_tests.log" 2>&1
   echo "pytest exit $?" >> "$OUT/gpu_tests.log"
 fi
 if [ -n "${TESTS:-}" ]; then

@@ -19,7 +19,19 @@ one process, with ``torch.relu`` over 19_ReLU's [4096, 393216] fp32 (6.4 GB in, 
 - ``busy_vmm``: three on the mapped input (a trial's input is mapped so);
 - ``busy_fresh_output``: two after the allocator's cache was emptied, so the first call's
   output is new memory (a trial's forward allocates its output);
-- ``busy_out``: two writing into a preallocated output (``torch.relu(x, out=y)``).
+- ``timed_fresh_output``: the timer again, on that new output memory. Beside
+  ``busy_fresh_output`` it says whether the memory's placement slows the kernel timed and
+  watched alike (then the watching costs nothing) or the watched call alone;
+- ``busy_new_mappings``: one watched call on each of three new mappings of the input, made
+  after the cache was emptied, as the late trial's fresh inputs are (``release_memory``,
+  then a trial's inputs mapped anew);
+- ``busy_out``: two writing into a preallocated output (``torch.clamp(x, min=0, out=y)``;
+  ``torch.relu`` takes no ``out``; the thirty-ninth session's first run failed on that).
+
+Run on an H100 (thirty-ninth session, ``benchmarks/results/late_trial_probe_h100_session39.json``):
+timed 4.242 ms; watched 1.0015x-1.0023x of it on either input, the first CUPTI session no
+different from the later ones; after the cache was emptied both watched calls 0.859x
+(4.94 ms). The two cases added since ask whether that is placement or watching.
 
 Each busy time is divided into its timed median (``timed_over_busy``, the rule's ratio: 0.8
 refuses). A case that raises is written with its error; the others still run.
@@ -88,6 +100,8 @@ def main() -> int:
         ("busy_local", lambda: [busy_ms(lambda: torch.relu(x)) for _ in range(3)]),
         ("busy_vmm", lambda: [busy_ms(lambda: torch.relu(xv)) for _ in range(3)]),
         ("busy_fresh_output", lambda: fresh_output(lambda: torch.relu(x))),
+        ("timed_fresh_output", lambda: timed_ms(lambda: torch.relu(x))),
+        ("busy_new_mappings", lambda: new_mappings(x)),
         ("busy_out", lambda: out_given(x)),
     ]
     for name, case in cases:
@@ -99,8 +113,9 @@ def main() -> int:
     ratios: dict[str, list[float]] = {}
     for name, timed in (("local", "timed_local"), ("vmm", "timed_vmm")):
         median = out.get(timed)
-        for case in ("busy_" + name, "busy_fresh_output", "busy_out"):
-            if case.endswith(("fresh_output", "out")) and name != "local":
+        shared = ("busy_fresh_output", "busy_new_mappings", "busy_out")
+        for case in ("busy_" + name, *shared):
+            if case in shared and name != "local":
                 continue
             values = out.get(case)
             if isinstance(median, float) and isinstance(values, list):
@@ -123,12 +138,34 @@ def fresh_output(fn: Callable[[], Any]) -> list[float | None]:
     return [busy_ms(fn) for _ in range(2)]
 
 
+def new_mappings(x: Any, count: int = 3) -> list[float | None]:
+    """One watched call on each of ``count`` new mappings of ``x``, made after a release."""
+    return [on_new_mapping(x) for _ in range(count)]
+
+
+def on_new_mapping(x: Any) -> float | None:
+    import torch
+
+    from upskills.verify.cuda_vmm import Mapping
+
+    torch.cuda.synchronize()
+    torch.cuda.empty_cache()
+    mapping = Mapping.create(x.numel() * 4, 0)
+    try:
+        given = mapping.tensor()[: x.numel() * 4].view(torch.float32).view(x.shape)
+        given.copy_(x)
+        return busy_ms(lambda: torch.relu(given))
+    finally:
+        torch.cuda.synchronize()
+        mapping.close()
+
+
 def out_given(x: Any) -> list[float | None]:
     import torch
 
     y = torch.empty_like(x)
-    torch.relu(x, out=y)
-    return [busy_ms(lambda: torch.relu(x, out=y)) for _ in range(2)]
+    torch.clamp(x, min=0, out=y)
+    return [busy_ms(lambda: torch.clamp(x, min=0, out=y)) for _ in range(2)]
 
 
 if __name__ == "__main__":

@@ -55,11 +55,13 @@ time; the watched-forward cheat's was 0.22x. On an H200 (thirty-eighth session, 
 all 34 finals, ``recheck_h200_run32.jsonl``, busy time the late trial's alone) they were 0.896x
 to 1.061x: five of KernelBench's eight largest tasks (3 to 4 ms a call, 12 GB or more moved)
 ran 5 to 12% slower in the late trial than timed (the other three 0 to 2%), and the share was
-then 0.9, so an honest ReLU (0.896x) was refused. Why the late trial is slower there is not
-measured (its inputs are fresh and its outputs newly allocated; the timed calls reuse theirs;
-``benchmarks/verifier_v2/late_trial_probe.py`` asks). 0.8 keeps the honest H200 minimum 11%
-above the bar and the cheat 3.6 times below it; a forward whose switch gains less than 1.25x
-is not caught."""
+then 0.9, so an honest ReLU (0.896x) was refused. The probe of that
+(``benchmarks/verifier_v2/late_trial_probe.py``, H100, thirty-ninth session) found neither the
+input's VMM mapping nor the first CUPTI session slower, but the same ReLU watched at 0.859x of
+its timed median once the allocator's cache had been emptied (the late trial follows such a
+release): where the memory sits moves the busy time by up to 16%, and no trial chooses that.
+0.8 keeps the honest H200 minimum 11% above the bar and the cheat 3.6 times below it; a
+forward whose switch gains less than 1.25x is not caught."""
 WATCHED_SLACK_MS = 0.002
 """And the difference must exceed this (a few microseconds of a launch-bound call's noise)."""
 
