@@ -10,6 +10,9 @@ lose or falsify something:
   ``traces/``, none absolute or with ``..``, no link; the build locks the sessions left
   (``.lock``) are skipped; a trace here is replaced only by one that begins with it;
 - ``recheck.jsonl`` -> ``benchmarks/results/recheck_h200_run<N>.jsonl`` (``--recheck-run N``);
+  a re-check whose rows name another GPU (``"gpu"``) is kept under that GPU's name
+  (``recheck_h100_run<N>.jsonl``) and is not added to the reports, whose bars are the H200's;
+  rows of two GPUs are refused (one run is one machine);
 - ``ablations.jsonl`` over ``benchmarks/results/ablations_h200.jsonl`` (``--ablations``), only
   when the committed cache's lines are its first lines: the device appends to the cache it was
   carried, so anything else is a cache from another checkout;
@@ -27,6 +30,7 @@ It then prints the commands that re-make the reports and the skills (``--remake`
 from __future__ import annotations
 
 import argparse
+import json
 import re
 import shlex
 import subprocess
@@ -171,6 +175,35 @@ def take_ablations(src: Path, cache: Path, checkout: str | None = None) -> int:
     return len(new) - len(old)
 
 
+def recheck_gpu(path: Path) -> str:
+    """The GPU a re-check ran on, as a file-name tag: ``h200``, ``h100``, ...
+
+    Read from its rows' ``"gpu"`` (``NVIDIA H100 80GB HBM3`` -> ``h100``); rows without one
+    (a check that failed before it knew the GPU) say nothing, and a file where none says is
+    taken as the H200's, the machine these runs are for.
+
+    Raises:
+        TakeError: rows name two GPUs, or a row is not a JSON object.
+    """
+    tags: set[str] = set()
+    for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise TakeError(f"{path.name}:{n}: not JSON ({exc.msg})") from None
+        if not isinstance(row, dict):
+            raise TakeError(f"{path.name}:{n}: not a JSON object")
+        gpu = row.get("gpu")
+        if isinstance(gpu, str) and gpu.strip():
+            found = re.search(r"\b([A-Z]\d{2,4}[A-Za-z]?)\b", gpu)
+            tags.add(found[1].lower() if found else re.sub(r"\W+", "_", gpu.lower()).strip("_"))
+    if len(tags) > 1:
+        raise TakeError(f"{path.name}: rows of more than one GPU ({', '.join(sorted(tags))})")
+    return tags.pop() if tags else "h200"
+
+
 def report_commands(new_recheck: str | None, root: Path = ROOT) -> list[str]:
     """Each report's own command (its third line), the new re-check added to the write flush's."""
     commands = []
@@ -237,10 +270,17 @@ def take(
         if (out / "recheck.jsonl").exists():
             if recheck_run is None:
                 raise TakeError("recheck.jsonl is here: say its run number (--recheck-run N)")
-            dst = results / f"recheck_h200_run{recheck_run}.jsonl"
+            tag = recheck_gpu(out / "recheck.jsonl")
+            dst = results / f"recheck_{tag}_run{recheck_run}.jsonl"
             copy_redacted(out / "recheck.jsonl", dst, checkout)
-            new_recheck = dst.relative_to(root).as_posix()
-            taken.append(new_recheck)
+            if tag == "h200":
+                new_recheck = dst.relative_to(root).as_posix()
+                taken.append(new_recheck)
+            else:
+                taken.append(
+                    f"{dst.relative_to(root).as_posix()} (an {tag.upper()} run: not added to the "
+                    "reports, whose bars are the H200's)"
+                )
         if ablations:
             if not (out / "ablations.jsonl").exists():
                 raise TakeError("--ablations: no ablations.jsonl here")

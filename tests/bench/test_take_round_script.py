@@ -86,6 +86,39 @@ def test_a_round_its_sessions_and_a_recheck_are_taken_with_the_device_paths_repl
     assert recheck not in read_flush  # a write-flush re-check is not the read flush's
 
 
+def test_a_recheck_on_another_gpu_is_named_for_it_and_kept_out_of_the_reports(tmp_path):
+    """The thirty-ninth session's re-check ran on an H100: under an H200 name, and added to the
+    reports, it would have been read against the H200's bars."""
+    root, out = _checkout(tmp_path), tmp_path / "out"
+    out.mkdir()
+    rows = [
+        '{"task": "19_ReLU", "gpu": "NVIDIA H100 80GB HBM3", "passed": true}',
+        '{"task": "bad", "passed": false, "message": "failed before the GPU was named"}',
+    ]
+    (out / "recheck.jsonl").write_text("\n".join(rows) + "\n")
+
+    taken, recheck = tr.take(out, root, recheck_run=33)
+
+    results = root / "benchmarks" / "results"
+    assert recheck is None
+    assert (results / "recheck_h100_run33.jsonl").read_text().startswith('{"task": "19_ReLU"')
+    assert not (results / "recheck_h200_run33.jsonl").exists()
+    assert "not added to the reports" in taken[0]
+    assert all("run33" not in c for c in tr.report_commands(recheck, root))
+
+    (out / "recheck.jsonl").write_text('{"gpu": "NVIDIA H200"}\n{"gpu": "NVIDIA H100 80GB HBM3"}\n')
+    with pytest.raises(tr.TakeError, match="more than one GPU"):
+        tr.take(out, root, recheck_run=34)
+    assert not list(results.glob("recheck_*_run34.jsonl"))
+    (out / "recheck.jsonl").write_text('{"gpu": "NVIDIA H200"}\nnot json\n')
+    with pytest.raises(tr.TakeError, match="recheck.jsonl:2: not JSON"):
+        tr.take(out, root, recheck_run=35)
+
+    (out / "recheck.jsonl").write_text('{"gpu": "NVIDIA H200", "passed": true}\n')
+    _, recheck = tr.take(out, root, recheck_run=36)
+    assert recheck == "benchmarks/results/recheck_h200_run36.jsonl"
+
+
 def test_a_round_already_taken_is_not_overwritten(tmp_path):
     root, out = _checkout(tmp_path), tmp_path / "out"
     out.mkdir()
