@@ -9,10 +9,10 @@ from upskills.report.corpus import (
     CorpusCeilings,
     CorpusReport,
     build_corpus_report,
-    corpus_ceilings,
     task_row,
     task_work,
 )
+from upskills.report.corpus_ceilings import CopyAtSize, CopyBySize, corpus_ceilings
 from upskills.report.corpus_markdown import render_corpus_markdown
 from upskills.report.corpus_plot import plotted_rows
 from upskills.tasks import load_task
@@ -350,12 +350,88 @@ def test_ceilings_come_from_a_file_and_flags_override_them(tmp_path):
     assert (got.copy_bandwidth_gbs, got.peak_tflops, got.overridden) == (4000.0, 1000.0, ["peak"])
     assert corpus_ceilings().model_dump() == {
         "copy_bandwidth_gbs": 4300.0, "peak_tflops": 790.0, "file": None, "gpu": None,
-        "overridden": [],
+        "overridden": [], "copy_by_size": None,
     }  # fmt: skip
     with pytest.raises(ValueError, match="no matmul_float16_tflops"):
         corpus_ceilings(_ceilings_file(tmp_path / "nofp16.json", matmul_bfloat16_tflops=600.0))
     with pytest.raises(ValueError, match="not a ceilings file"):
         corpus_ceilings(tmp_path / "missing.json")
+
+
+MIB = 1 << 20
+
+
+def test_a_copy_s_share_at_a_size_is_interpolated_in_log_bytes():
+    by_size = CopyBySize(
+        file="c.json",
+        ceiling_gbs=3000.0,
+        sizes=[
+            CopyAtSize(bytes=32 * MIB, gb_per_s=2000.0),
+            CopyAtSize(bytes=128 * MIB, gb_per_s=2800.0),
+        ],
+    )
+    assert by_size.share_at(16 * MIB) is None  # below the smallest copy: not said
+    assert by_size.share_at(32 * MIB) == pytest.approx(2000 / 3000)
+    assert by_size.share_at(64 * MIB) == pytest.approx(2400 / 3000)  # halfway in log(bytes)
+    assert by_size.share_at(1 << 40) == pytest.approx(2800 / 3000)  # above: the largest's
+
+
+def test_the_copy_by_size_comes_from_a_ceilings_file_of_the_same_gpu(tmp_path):
+    sizes = [{"bytes": 256 * MIB, "median_ms": 0.1, "gb_per_s": 3000.0}]
+    own = _ceilings_file(tmp_path / "own.json", matmul_float16_tflops=700.0, copy_by_size=sizes)
+    got = corpus_ceilings(own)
+    assert got.copy_by_size is not None and got.copy_by_size.ceiling_gbs == 4000.0
+    assert got.copy_by_size.share_at(256 * MIB) == pytest.approx(0.75)
+    plain = _ceilings_file(tmp_path / "plain.json", matmul_float16_tflops=700.0)
+    assert corpus_ceilings(plain).copy_by_size is None
+    later = _ceilings_file(tmp_path / "later.json", copy_by_size=sizes)
+    assert corpus_ceilings(plain, copy_by_size_file=later).copy_by_size is not None
+    with pytest.raises(ValueError, match="no copy_by_size"):
+        corpus_ceilings(plain, copy_by_size_file=plain)
+    h100 = tmp_path / "h100.json"
+    h100.write_text(
+        json.dumps({"gpu": "NVIDIA H100", "copy_gb_per_s": 3000.0, "copy_by_size": sizes})
+    )
+    with pytest.raises(
+        ValueError, match="its copies ran on NVIDIA H100, the ceilings on NVIDIA H200"
+    ):
+        corpus_ceilings(plain, copy_by_size_file=h100)
+    bad = _ceilings_file(tmp_path / "bad.json", copy_by_size=[{"bytes": -1, "gb_per_s": 1.0}])
+    with pytest.raises(ValueError, match="malformed copy_by_size"):
+        corpus_ceilings(plain, copy_by_size_file=bad)
+
+
+def test_a_memory_bound_shortfall_says_its_share_of_a_copy_of_its_own_bytes(tmp_path, monkeypatch):
+    monkeypatch.delenv("UPSKILLS_CEILINGS", raising=False)
+    monkeypatch.chdir(tmp_path)
+    _vector_add_trace(tmp_path / "t" / "va.jsonl")  # 3 x 2^26 fp32, 805.3 MB in 0.25 ms
+    _ceilings_file(tmp_path / "ceil.json", matmul_float16_tflops=790.0)
+    sizes = [
+        {"bytes": 256 * MIB, "median_ms": 0.1, "gb_per_s": 3000.0},
+        {"bytes": 1024 * MIB, "median_ms": 0.3, "gb_per_s": 3600.0},
+    ]
+    _ceilings_file(tmp_path / "sizes.json", copy_by_size=sizes)
+    args = ["traces", "report", "t", "--ceilings", "ceil.json", "--copy-by-size", "sizes.json"]
+    res = CliRunner().invoke(main, [*args, "--out", "r.md", "--json", "r.json"])
+    assert res.exit_code == 0, res.output
+    data = json.loads((tmp_path / "r.json").read_text())
+    row = data["rows"][0]
+    assert row["bytes"] == 3 * (1 << 26) * 4
+    pct = 100 * row["bytes"] / 0.25e-3 / 1e9 / 4000  # 80.5% of the large copy
+    share = (3000 + math.log(3) / math.log(4) * 600) / 4000  # 768 MiB: between the two copies
+    assert row["pct_copy"] == pytest.approx(pct)
+    assert row["pct_copy_at_size"] == pytest.approx(pct / share)  # 92.7%
+    totals = data["totals"]
+    assert totals["memory_bound_at_85pct_copy"] == 0  # the bar is unchanged
+    assert (totals["memory_bound_sized"], totals["memory_bound_at_85pct_copy_at_size"]) == (1, 1)
+    assert data["shortfalls"] == [
+        "vector_add: 80.5% of copy bandwidth (92.7% of a copy of its own 805 MB) "
+        "(attempts: FAIL mismatch -> PASS 1.20x -> PASS 2.40x)"
+    ]
+    md = (tmp_path / "r.md").read_text()
+    assert "--copy-by-size sizes.json" in md
+    assert "A copy at 2 sizes from `sizes.json`" in md
+    assert "- Memory-bound at >= 85% of a copy of their own bytes (same timer): 1/1" in md
 
 
 def test_a_gemm_below_the_issue_bar_is_a_shortfall(tmp_path):
@@ -382,7 +458,7 @@ def test_totals_shortfalls_and_files_from_the_cli(tmp_path, monkeypatch):
     data = json.loads((tmp_path / "r" / "corpus.json").read_text())
     assert data["ceilings"] == {
         "copy_bandwidth_gbs": 4000.0, "peak_tflops": 790.0, "file": "ceil.json",
-        "gpu": "NVIDIA H200", "overridden": [],
+        "gpu": "NVIDIA H200", "overridden": [], "copy_by_size": None,
     }  # fmt: skip
     assert data["agents"] == ["external/test-agent"]
     assert data["totals"] == {

@@ -238,6 +238,14 @@ def export_cmd(paths: tuple[str, ...], fmt: str, out: str | None) -> None:
     "[default: 4300 GB/s and 790 TFLOP/s, measured on the H200].",
 )
 @click.option(
+    "--copy-by-size",
+    "copy_by_size_file",
+    type=click.Path(dir_okay=False),
+    help="Ceilings JSON whose copy_by_size (a copy at several sizes, same GPU) gives each "
+    "memory-bound kernel's share of a copy of its own bytes, beside the bar's "
+    "[default: --ceilings' own, if it has one].",
+)
+@click.option(
     "--copy-bandwidth-gbs",
     type=click.FloatRange(min=0, min_open=True),
     help="Copy ceiling, GB/s of read + write bytes; overrides --ceilings.",
@@ -261,6 +269,7 @@ def report_cmd(
     out: str,
     json_out: str | None,
     ceilings_file: str | None,
+    copy_by_size_file: str | None,
     copy_bandwidth_gbs: float | None,
     peak_tflops: float | None,
     recheck_files: tuple[str, ...],
@@ -271,15 +280,19 @@ def report_cmd(
     """
     import shlex
 
-    from upskills.report.corpus import corpus_ceilings, write_corpus_report
+    from upskills.report.corpus import write_corpus_report
+    from upskills.report.corpus_ceilings import corpus_ceilings
 
     files = _files(paths)
     argv = ["upskills", "traces", "report", *paths]
     argv += ["--ceilings", ceilings_file] if ceilings_file else []
+    argv += ["--copy-by-size", copy_by_size_file] if copy_by_size_file else []
     argv += [a for f in recheck_files for a in ("--recheck", f)]
     argv += ["--out", out] + (["--json", json_out] if json_out else [])
     try:
-        ceilings = corpus_ceilings(ceilings_file, copy_bandwidth_gbs, peak_tflops)
+        ceilings = corpus_ceilings(
+            ceilings_file, copy_bandwidth_gbs, peak_tflops, copy_by_size_file
+        )
         if ceilings_file is None or copy_bandwidth_gbs is not None:
             argv += ["--copy-bandwidth-gbs", f"{ceilings.copy_bandwidth_gbs:g}"]
         if ceilings_file is None or peak_tflops is not None:

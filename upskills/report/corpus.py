@@ -21,6 +21,11 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from upskills.report.corpus_ceilings import (
+    COPY_BANDWIDTH_GBS,
+    PEAK_TFLOPS,
+    CorpusCeilings,
+)
 from upskills.report.corpus_markdown import history_text, render_corpus_markdown
 from upskills.report.corpus_plot import plot_corpus
 from upskills.report.corpus_recheck import RECHECK_TOLERANCE, Recheck, load_rechecks, use_recheck
@@ -33,10 +38,6 @@ from upskills.trace.reader import TraceFile
 from upskills.trace.stats import kernel_language
 from upskills.verify.verdict import Verdict
 
-COPY_BANDWIDTH_GBS = 4300.0
-"""H200 device-to-device copy, read + write bytes, measured on this workplace's GPU."""
-PEAK_TFLOPS = 790.0
-"""H200 dense bf16/fp16 torch.matmul peak, measured on this workplace's GPU."""
 MEMORY_BOUND = {
     "elementwise", "softmax", "norm", "transpose", "copy", "reduction", "scan", "gather",
     "loss", "atomics", "fusion", "conv",
@@ -107,6 +108,9 @@ class TaskRow(BaseModel):
     """Achieved bandwidth, bytes / median, in GB/s (memory-bound tasks)."""
     pct_copy: float | None = None
     """Achieved bandwidth as a percentage of the copy ceiling."""
+    pct_copy_at_size: float | None = None
+    """The same against a copy of the kernel's own bytes under the same timer (the ceilings'
+    ``copy_by_size``; :mod:`~upskills.report.corpus_ceilings`), when there is one."""
     tflops: float | None = None
     """Achieved TFLOP/s (compute-bound tasks)."""
     pct_peak: float | None = None
@@ -155,23 +159,6 @@ class Geomean(BaseModel):
     """Geomean of torch.compile median / kernel median over those."""
 
 
-class CorpusCeilings(BaseModel):
-    """The two ceilings the report divides by, and where they came from."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    copy_bandwidth_gbs: float = COPY_BANDWIDTH_GBS
-    """Copy ceiling, GB/s (read + write bytes)."""
-    peak_tflops: float = PEAK_TFLOPS
-    """Dense fp16 matmul peak, TFLOP/s."""
-    file: str | None = None
-    """Ceilings file they were read from; None for the built-in values."""
-    gpu: str | None = None
-    """GPU the ceilings file was measured on."""
-    overridden: list[str] = Field(default_factory=list)
-    """Ceilings given on the command line instead (``copy``, ``peak``)."""
-
-
 class CorpusReport(BaseModel):
     """The whole report, as written to ``--json``."""
 
@@ -197,43 +184,6 @@ class CorpusReport(BaseModel):
     """Tasks that miss a target, with the attempts their sessions show."""
     plot: str | None = None
     """The plot's file name, beside the Markdown; None when none was written (no matplotlib)."""
-
-
-def corpus_ceilings(
-    file: str | Path | None = None,
-    copy_bandwidth_gbs: float | None = None,
-    peak_tflops: float | None = None,
-) -> CorpusCeilings:
-    """The ceilings to use: a ceilings file's, else the built-in ones, then any override.
-
-    Args:
-        file: a ceilings JSON (``copy_gb_per_s``, ``matmul_float16_tflops``, ``gpu``), or None.
-        copy_bandwidth_gbs: copy ceiling that overrides the file's, GB/s.
-        peak_tflops: fp16 matmul peak that overrides the file's, TFLOP/s.
-
-    Raises:
-        ValueError: the file cannot be read, or has no fp16 matmul rate and none is given.
-    """
-    from upskills.verify.profile import load_ceilings
-
-    got = CorpusCeilings()
-    if file is not None:
-        measured = load_ceilings(file)
-        if measured.matmul_float16_tflops is None and peak_tflops is None:
-            raise ValueError(f"{file}: no matmul_float16_tflops; pass --peak-tflops")
-        got = CorpusCeilings(
-            copy_bandwidth_gbs=measured.copy_gb_per_s,
-            peak_tflops=measured.matmul_float16_tflops or PEAK_TFLOPS,
-            file=str(file),
-            gpu=measured.gpu or None,
-        )
-    if copy_bandwidth_gbs is not None:
-        got.copy_bandwidth_gbs = copy_bandwidth_gbs
-        got.overridden.append("copy")
-    if peak_tflops is not None:
-        got.peak_tflops = peak_tflops
-        got.overridden.append("peak")
-    return got
 
 
 @dataclass
@@ -427,7 +377,12 @@ def _shortfalls(row: TaskRow) -> list[str]:
     if row.speedup_eager is not None and row.speedup_eager < 1.0:
         misses.append(f"slower than eager ({row.speedup_eager:.3f}x)")
     if row.pct_copy is not None and row.pct_copy < 100 * BANDWIDTH_TARGET:
-        misses.append(f"{row.pct_copy:.1f}% of copy bandwidth")
+        at_size = (
+            f" ({row.pct_copy_at_size:.1f}% of a copy of its own {row.bytes / 1e6:.0f} MB)"
+            if row.pct_copy_at_size is not None and row.bytes
+            else ""
+        )
+        misses.append(f"{row.pct_copy:.1f}% of copy bandwidth{at_size}")
     if "gemm" in row.tags and (row.speedup_eager or 0.0) < GEMM_TARGET:
         misses.append(f"GEMM below {GEMM_TARGET}x torch.matmul")
     return misses
@@ -521,6 +476,11 @@ def build_corpus_report(
     rows = rep.rows
     solved = [r for r in rows if r.outcome == "solved"]
     memory = [r for r in rows if r.bound == "memory"]
+    by_size = ceilings.copy_by_size
+    for r in memory:
+        share = by_size.share_at(r.bytes) if by_size and r.bytes else None
+        if share and r.pct_copy is not None:
+            r.pct_copy_at_size = r.pct_copy / share
     gemms = [r for r in rows if "gemm" in r.tags]
     rep.totals = {
         "tasks": len(rows),
@@ -533,6 +493,16 @@ def build_corpus_report(
         "memory_bound": len(memory),
         "memory_bound_at_85pct_copy": sum(
             (r.pct_copy or 0.0) >= 100 * BANDWIDTH_TARGET for r in memory
+        ),
+        **(
+            {
+                "memory_bound_sized": sum(r.pct_copy_at_size is not None for r in memory),
+                "memory_bound_at_85pct_copy_at_size": sum(
+                    (r.pct_copy_at_size or 0.0) >= 100 * BANDWIDTH_TARGET for r in memory
+                ),
+            }
+            if by_size
+            else {}
         ),
         "final_times_from_recheck": sum(r.times_from == "recheck" for r in rows),
         "recheck_with_ratio": sum(r.recheck_ratio is not None for r in rows),

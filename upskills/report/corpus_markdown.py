@@ -37,6 +37,12 @@ def _ceilings_line(rep: CorpusReport) -> str:
     judged = {e.gpu for e in rep.environments}
     if c.gpu and judged and c.gpu not in judged:
         line += f" (not the GPU that judged: {', '.join(sorted(judged))})"
+    if c.copy_by_size is not None:
+        line += (
+            f". A copy at {len(c.copy_by_size.sizes)} sizes from `{c.copy_by_size.file}` "
+            "(each as a share of that file's own large copy) gives a memory-bound kernel's "
+            "share of a copy of its own bytes, in the shortfalls and the totals"
+        )
     return line + "."
 
 
@@ -126,6 +132,15 @@ def render_corpus_markdown(rep: CorpusReport, plot_note: str | None = None) -> s
         *_geomean_lines(rep),
         f"- Memory-bound at >= 85% of copy bandwidth: "
         f"{t['memory_bound_at_85pct_copy']}/{t['memory_bound']}",
+        *(
+            [
+                f"- Memory-bound at >= 85% of a copy of their own bytes (same timer): "
+                f"{t['memory_bound_at_85pct_copy_at_size']}/{t['memory_bound_sized']} "
+                "(a second reading; the bar is the line above)"
+            ]
+            if "memory_bound_sized" in t
+            else []
+        ),
         f"- GEMMs at >= 0.9x torch.matmul (eager): {t['gemm_at_0.9x_matmul']}/{t['gemm']}",
         *_recheck_lines(rep),
         *(
