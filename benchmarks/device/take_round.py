@@ -13,6 +13,8 @@ lose or falsify something:
   a re-check whose rows name another GPU (``"gpu"``) is kept under that GPU's name
   (``recheck_h100_run<N>.jsonl``) and is not added to the reports, whose bars are the H200's;
   rows of two GPUs are refused (one run is one machine);
+- ``ceilings.json`` -> ``benchmarks/results/ceilings_<gpu>_session<N>.json`` (``--session N``);
+  an H200's with a ``copy_by_size`` becomes both reports' ``--copy-by-size``;
 - ``ablations.jsonl`` over ``benchmarks/results/ablations_h200.jsonl`` (``--ablations``), only
   when the committed cache's lines are its first lines: the device appends to the cache it was
   carried, so anything else is a cache from another checkout;
@@ -175,6 +177,40 @@ def take_ablations(src: Path, cache: Path, checkout: str | None = None) -> int:
     return len(new) - len(old)
 
 
+def gpu_tag(gpu: str) -> str:
+    """A GPU's name as a file-name tag: ``NVIDIA H100 80GB HBM3`` -> ``h100``."""
+    found = re.search(r"\b([A-Z]\d{2,4}[A-Za-z]?)\b", gpu)
+    return found[1].lower() if found else re.sub(r"\W+", "_", gpu.lower()).strip("_")
+
+
+def take_ceilings(
+    out: Path, session: int, root: Path = ROOT, checkout: str | None = None
+) -> tuple[str, str | None]:
+    """``ceilings.json`` -> ``benchmarks/results/ceilings_<gpu>_session<N>.json``.
+
+    Returns:
+        What was taken, and the file (relative to ``root``) when it is an H200's with a
+        ``copy_by_size``: the reports then read their second reading from it.
+
+    Raises:
+        TakeError: no ceilings file here, it is not a JSON object, or its name is taken.
+    """
+    src = out / "ceilings.json"
+    try:
+        data = json.loads(src.read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError) as exc:
+        raise TakeError(f"--session: no readable ceilings.json here ({exc})") from None
+    if not isinstance(data, dict):
+        raise TakeError("ceilings.json: not a JSON object")
+    tag = gpu_tag(str(data.get("gpu") or "")) or "unnamed"
+    dst = root / RESULTS.relative_to(ROOT) / f"ceilings_{tag}_session{session}.json"
+    copy_redacted(src, dst, checkout)
+    name = dst.relative_to(root).as_posix()
+    if tag == "h200" and data.get("copy_by_size"):
+        return f"{name} (its copy_by_size goes to the reports)", name
+    return name, None
+
+
 def recheck_gpu(path: Path) -> str:
     """The GPU a re-check ran on, as a file-name tag: ``h200``, ``h100``, ...
 
@@ -197,15 +233,20 @@ def recheck_gpu(path: Path) -> str:
             raise TakeError(f"{path.name}:{n}: not a JSON object")
         gpu = row.get("gpu")
         if isinstance(gpu, str) and gpu.strip():
-            found = re.search(r"\b([A-Z]\d{2,4}[A-Za-z]?)\b", gpu)
-            tags.add(found[1].lower() if found else re.sub(r"\W+", "_", gpu.lower()).strip("_"))
+            tags.add(gpu_tag(gpu))
     if len(tags) > 1:
         raise TakeError(f"{path.name}: rows of more than one GPU ({', '.join(sorted(tags))})")
     return tags.pop() if tags else "h200"
 
 
-def report_commands(new_recheck: str | None, root: Path = ROOT) -> list[str]:
-    """Each report's own command (its third line), the new re-check added to the write flush's."""
+def report_commands(
+    new_recheck: str | None, root: Path = ROOT, copy_by_size: str | None = None
+) -> list[str]:
+    """Each report's own command (its third line), the new re-check added to the write flush's.
+
+    ``copy_by_size``: a ceilings file whose copy at several sizes both reports read from now
+    on (``--copy-by-size``, an earlier one replaced).
+    """
     commands = []
     for report in REPORTS:
         line = (root / report).read_text(encoding="utf-8").splitlines()[2]
@@ -213,6 +254,9 @@ def report_commands(new_recheck: str | None, root: Path = ROOT) -> list[str]:
         if match is None:
             raise TakeError(f"{report}: line 3 is not '- Command: `...`'")
         command = match[1]
+        if copy_by_size is not None:
+            command = re.sub(r" --copy-by-size \S+", "", command)
+            command = command.replace(" --out ", f" --copy-by-size {copy_by_size} --out ", 1)
         if new_recheck is not None and "read-flush" not in report:
             command = command.replace(" --out ", f" --recheck {new_recheck} --out ", 1)
         commands.append(command)
@@ -298,6 +342,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--round", type=int, help="the round number of round.txt / round.log")
     parser.add_argument("--recheck-run", type=int, help="the re-check run of recheck.jsonl")
     parser.add_argument("--ablations", action="store_true", help="take ablations.jsonl")
+    parser.add_argument(
+        "--session",
+        type=int,
+        help="take ceilings.json as ceilings_<gpu>_session<N>.json (an H200's copy_by_size "
+        "then goes to the reports)",
+    )
     parser.add_argument("--remake", action="store_true", help="run the printed commands")
     parser.add_argument(
         "--device-root", help="the device's checkout (default: found in the files themselves)"
@@ -309,12 +359,19 @@ def main(argv: list[str] | None = None) -> int:
     try:
         taken, new_recheck = take(
             args.files_at,
+            ROOT,
             round_no=args.round,
             recheck_run=args.recheck_run,
             ablations=args.ablations,
             device_root=args.device_root,
         )
-        commands = [*report_commands(new_recheck), DISTILL]
+        by_size = None
+        if args.session is not None:
+            line, by_size = take_ceilings(args.files_at, args.session, ROOT, args.device_root)
+            taken.append(line)
+        elif (args.files_at / "ceilings.json").exists():
+            taken.append("not ceilings.json: --session N takes it")
+        commands = [*report_commands(new_recheck, ROOT, copy_by_size=by_size), DISTILL]
     except TakeError as exc:
         print(f"error: {exc}", file=sys.stderr)
         for line in exc.taken:

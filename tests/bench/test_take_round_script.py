@@ -4,6 +4,7 @@ paths replaced, and nothing taken that would escape the checkout or overwrite a 
 from __future__ import annotations
 
 import io
+import json
 import sys
 import tarfile
 from pathlib import Path
@@ -117,6 +118,53 @@ def test_a_recheck_on_another_gpu_is_named_for_it_and_kept_out_of_the_reports(tm
     (out / "recheck.jsonl").write_text('{"gpu": "NVIDIA H200", "passed": true}\n')
     _, recheck = tr.take(out, root, recheck_run=36)
     assert recheck == "benchmarks/results/recheck_h200_run36.jsonl"
+
+
+def test_an_h200_s_ceilings_with_copies_by_size_go_to_both_reports(tmp_path):
+    root, out = _checkout(tmp_path), tmp_path / "out"
+    out.mkdir()
+    sizes = [{"bytes": 1 << 25, "median_ms": 0.016, "gb_per_s": 2100.0}]
+    (out / "ceilings.json").write_text(
+        json.dumps({"gpu": "NVIDIA H200", "copy_gb_per_s": 4260.0, "copy_by_size": sizes})
+    )
+
+    line, by_size = tr.take_ceilings(out, 40, root)
+
+    assert by_size == "benchmarks/results/ceilings_h200_session40.json"
+    assert json.loads((root / by_size).read_text())["copy_by_size"] == sizes
+    assert "goes to the reports" in line
+    commands = tr.report_commands(None, root, copy_by_size=by_size)
+    assert all(f"--copy-by-size {by_size} --out " in c for c in commands)
+    # a later one replaces it rather than adding a second flag
+    report = root / tr.REPORTS[0]
+    report.write_text(report.read_text().replace(" --out ", f" --copy-by-size {by_size} --out "))
+    again = tr.report_commands(None, root, copy_by_size="b/later.json")[0]
+    assert again.count("--copy-by-size") == 1 and "--copy-by-size b/later.json" in again
+    with pytest.raises(tr.TakeError, match="exists already"):
+        tr.take_ceilings(out, 40, root)
+
+    (out / "ceilings.json").write_text(
+        json.dumps({"gpu": "NVIDIA H100 80GB HBM3", "copy_by_size": sizes})
+    )
+    line, by_size = tr.take_ceilings(out, 41, root)
+    assert (line, by_size) == ("benchmarks/results/ceilings_h100_session41.json", None)
+    (out / "ceilings.json").write_text("[1, 2]")
+    with pytest.raises(tr.TakeError, match="not a JSON object"):
+        tr.take_ceilings(out, 42, root)
+
+
+def test_ceilings_are_taken_only_when_the_session_is_named(tmp_path, capsys, monkeypatch):
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "ceilings.json").write_text('{"gpu": "NVIDIA H200", "copy_gb_per_s": 4260.0}')
+    root = _checkout(tmp_path)
+    monkeypatch.setattr(tr, "ROOT", root)
+    monkeypatch.setattr(tr, "RESULTS", root / "benchmarks" / "results")
+    assert tr.main([str(out)]) == 0
+    assert "not ceilings.json: --session N takes it" in capsys.readouterr().out
+    assert tr.main([str(out), "--session", "40"]) == 0
+    assert "taken: benchmarks/results/ceilings_h200_session40.json" in capsys.readouterr().out
+    assert (root / "benchmarks" / "results" / "ceilings_h200_session40.json").is_file()
 
 
 def test_a_round_already_taken_is_not_overwritten(tmp_path):
