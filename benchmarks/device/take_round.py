@@ -14,7 +14,7 @@ lose or falsify something:
   (``recheck_h100_run<N>.jsonl``) and is not added to the reports, whose bars are the H200's;
   rows of two GPUs are refused (one run is one machine);
 - ``ceilings.json`` -> ``benchmarks/results/ceilings_<gpu>_session<N>.json`` (``--session N``);
-  an H200's with a ``copy_by_size`` becomes both reports' ``--copy-by-size``;
+  an H200's with a ``copy_by_size`` becomes the write flush's report's ``--copy-by-size``;
 - ``ablations.jsonl`` over ``benchmarks/results/ablations_h200.jsonl`` (``--ablations``), only
   when the committed cache's lines are its first lines: the device appends to the cache it was
   carried, so anything else is a cache from another checkout;
@@ -207,7 +207,7 @@ def take_ceilings(
     copy_redacted(src, dst, checkout)
     name = dst.relative_to(root).as_posix()
     if tag == "h200" and data.get("copy_by_size"):
-        return f"{name} (its copy_by_size goes to the reports)", name
+        return f"{name} (its copy_by_size goes to the write flush's report)", name
     return name, None
 
 
@@ -244,8 +244,9 @@ def report_commands(
 ) -> list[str]:
     """Each report's own command (its third line), the new re-check added to the write flush's.
 
-    ``copy_by_size``: a ceilings file whose copy at several sizes both reports read from now
-    on (``--copy-by-size``, an earlier one replaced).
+    ``copy_by_size``: a ceilings file whose copy at several sizes the write flush's report
+    reads from now on (``--copy-by-size``, an earlier one replaced). Not the read flush's:
+    ``ceilings.py`` times those copies after the timer's default write flush.
     """
     commands = []
     for report in REPORTS:
@@ -254,7 +255,7 @@ def report_commands(
         if match is None:
             raise TakeError(f"{report}: line 3 is not '- Command: `...`'")
         command = match[1]
-        if copy_by_size is not None:
+        if copy_by_size is not None and "read-flush" not in report:
             command = re.sub(r" --copy-by-size \S+", "", command)
             command = command.replace(" --out ", f" --copy-by-size {copy_by_size} --out ", 1)
         if new_recheck is not None and "read-flush" not in report:
@@ -346,7 +347,7 @@ def main(argv: list[str] | None = None) -> int:
         "--session",
         type=int,
         help="take ceilings.json as ceilings_<gpu>_session<N>.json (an H200's copy_by_size "
-        "then goes to the reports)",
+        "then goes to the write flush's report)",
     )
     parser.add_argument("--remake", action="store_true", help="run the printed commands")
     parser.add_argument(
