@@ -368,7 +368,10 @@ def main(argv: list[str] | None = None) -> int:
         )
         by_size = None
         if args.session is not None:
-            line, by_size = take_ceilings(args.files_at, args.session, ROOT, args.device_root)
+            try:
+                line, by_size = take_ceilings(args.files_at, args.session, ROOT, args.device_root)
+            except TakeError as exc:  # what take() wrote stays, and is said
+                raise TakeError(str(exc), taken) from exc
             taken.append(line)
         elif (args.files_at / "ceilings.json").exists():
             taken.append("not ceilings.json: --session N takes it")

@@ -168,6 +168,13 @@ def test_ceilings_are_taken_only_when_the_session_is_named(tmp_path, capsys, mon
     assert tr.main([str(out), "--session", "40"]) == 0
     assert "taken: benchmarks/results/ceilings_h200_session40.json" in capsys.readouterr().out
     assert (root / "benchmarks" / "results" / "ceilings_h200_session40.json").is_file()
+    # a ceilings file that cannot be taken: what was taken before it is still said
+    (out / "ceilings.json").write_text("not json")
+    (out / "recheck.jsonl").write_text('{"gpu": "NVIDIA H200"}\n')
+    assert tr.main([str(out), "--recheck-run", "50", "--session", "41"]) == 1
+    err = capsys.readouterr().err
+    assert "no readable ceilings.json" in err
+    assert "taken before it: benchmarks/results/recheck_h200_run50.jsonl" in err
 
 
 def test_a_round_already_taken_is_not_overwritten(tmp_path):
