@@ -47,7 +47,8 @@
 #   ABLATE=1         upskills distill --ablate --device cuda over traces/corpus-live, resuming
 #                    from the committed ablation cache (carry .kb), its CUDA kernels built all at
 #                    once first (ABLATE_BUILD=0: not, an earlier call on this start built them)
-#                    -> $OUT/ablations.jsonl
+#                    -> $OUT/ablations.jsonl. ABLATE=build: only those builds, in what is left
+#                    of the call (no file; the next call's builds find them done)
 #   TESTS=1          the GPU test suite (-m gpu --run-slow: the GPU tests marked slow too, which
 #                    -m gpu alone skipped until the thirty-fifth session): untimed tests with 8 xdist workers, then the
 #                    tests that need a timed verdict one at a time -> $OUT/gpu_tests.log
@@ -66,6 +67,8 @@ source benchmarks/device/setup.sh || exit 1
 budget=${1:-570}
 start=$(date +%s)
 left() { echo $((budget - $(date +%s) + start - ${1:-0})); }
+# a stage's limit: what is left, at least 1 s (timeout 0 means no limit, and a negative one fails)
+limit() { local t; t=$(left "$@"); echo $((t > 0 ? t : 1)); }
 export UPSKILLS_CACHE_DIR=/tmp/upskills-cache
 mkdir -p "$UPSKILLS_CACHE_DIR"
 [ -d .corpus-cache ] && cp -n .corpus-cache/* "$UPSKILLS_CACHE_DIR/" 2>/dev/null
@@ -97,7 +100,7 @@ if [ -n "${ROUND:-}" ]; then
   timeout 300 python3 benchmarks/corpus_live/build_extensions.py \
     $(grep -v '^\s*#' "$ROUND" | awk 'NF {print $1}') | grep -v ': built'
   echo "extensions built at $(( $(date +%s) - start )) s (build step exit ${PIPESTATUS[0]})"
-  timeout "$(left 20)" python3 benchmarks/corpus_live/round.py "$ROUND" --out "$OUT" --workers "${WORKERS:-3}"
+  timeout "$(limit 20)" python3 benchmarks/corpus_live/round.py "$ROUND" --out "$OUT" --workers "${WORKERS:-3}"
   echo "round exit $? at $(( $(date +%s) - start )) s"
   folders=$(grep -v '^\s*#' "$ROUND" | awk 'NF {print $1}')
   tar czf "$OUT/sessions.tgz" $folders
@@ -122,7 +125,7 @@ elif [ -n "${RECHECK:-}" ]; then
   if [ "$warm" = build ] && [ "$(left 120)" -lt 90 ]; then  # one build takes 50-80 s here
     echo "finals' extensions not built: $(left) s left; the re-check builds each as it goes"; warm=0
   elif [ "$warm" = build ]; then  # the finals' CUDA extensions built all at once, no untimed pass
-    timeout "$(left 120)" \
+    timeout "$(limit 120)" \
       python3 benchmarks/corpus_live/build_extensions.py --finals traces/corpus-live "${sel[@]}" | grep -v ': built'
     # exit 124: stopped by the budget; its builds were killed, and the checks build them again
     # (build_extensions.py removes the locks of the builds it kills: upskills/verify/build_locks.py)
@@ -130,7 +133,7 @@ elif [ -n "${RECHECK:-}" ]; then
     warm=0
     echo "finals' extensions built at $(( $(date +%s) - start )) s (build step exit $built)"
   fi
-  timeout "$(left 60)" python3 benchmarks/corpus_live/recheck.py traces/corpus-live --finals "${sel[@]}" \
+  timeout "$(limit 60)" python3 benchmarks/corpus_live/recheck.py traces/corpus-live --finals "${sel[@]}" \
     --gpus 0 --warm "$warm" --fresh-baselines "${FRESH:-}" --flush "${RECHECK_FLUSH:-write}" \
     ${RECHECK_RECORDED:+--recorded "$RECHECK_RECORDED"} --out "$OUT/recheck.jsonl" > "$OUT/recheck.log" 2>&1
   echo "recheck exit $?" >> "$OUT/recheck.log"; tail -4 "$OUT/recheck.log"
@@ -142,7 +145,7 @@ if [ "${CEILINGS:-0}" = 1 ]; then
 fi
 
 if [ -n "${KB_PROBLEMS:-}" ] && [ "$(left 15)" -gt 90 ]; then
-  timeout -k 10 "$(left 15)" python3 benchmarks/verifier_vs_kernelbench.py --kernelbench .kb \
+  timeout -k 10 "$(limit 15)" python3 benchmarks/verifier_vs_kernelbench.py --kernelbench .kb \
     --out "$OUT/vs_kernelbench.json" --kb-skip "${KB_SKIP:-0}" --kb-problems "$KB_PROBLEMS" \
     > "$OUT/vs_kernelbench.log" 2>&1
   echo "vs_kernelbench exit $?" >> "$OUT/vs_kernelbench.log"; tail -16 "$OUT/vs_kernelbench.log"
@@ -157,58 +160,64 @@ fi
 # adversarial tests rewrites every baselines.json one level under the temp dir it sees.
 tar czf "$OUT/cache.tgz" -C "$UPSKILLS_CACHE_DIR" .
 if [ -n "${VBENCH:-}" ] && [ "$(left 15)" -gt 60 ]; then
-  timeout -k 10 "$(left 15)" python3 benchmarks/verifier_bench.py --device cuda --repeats 5 \
+  timeout -k 10 "$(limit 15)" python3 benchmarks/verifier_bench.py --device cuda --repeats 5 \
     --out "$OUT/verifier_bench.json" > /tmp/verifier_bench.log 2>&1
   echo "verifier_bench exit $?"; tail -6 /tmp/verifier_bench.log
 fi
 
 if [ -n "${LNPROBE:-}" ] && [ "$(left 15)" -gt 60 ]; then
   probe_session=(); [ "$LNPROBE" != 1 ] && probe_session=(--session "$LNPROBE")
-  timeout -k 10 "$(left 15)" python3 benchmarks/corpus_live/ln_wait_probe.py "${probe_session[@]}" \
+  timeout -k 10 "$(limit 15)" python3 benchmarks/corpus_live/ln_wait_probe.py "${probe_session[@]}" \
     --out "$OUT/ln_wait_probe.json" > /tmp/ln_wait_probe.log 2>&1
   echo "ln wait probe exit $?"; tail -22 /tmp/ln_wait_probe.log
 fi
 
 if [ -n "${MIXCOPY:-}" ] && [ "$(left 15)" -gt 60 ]; then
-  timeout -k 10 "$(left 15)" python3 benchmarks/corpus_live/ln_mix_copy.py \
+  timeout -k 10 "$(limit 15)" python3 benchmarks/corpus_live/ln_mix_copy.py \
     --out "$OUT/ln_mix_copy.json" > /tmp/ln_mix_copy.log 2>&1
   echo "ln mix copy exit $?"; tail -12 /tmp/ln_mix_copy.log
 fi
 
 if [ -n "${LATEPROBE:-}" ] && [ "$(left 15)" -gt 60 ]; then
-  timeout -k 10 "$(left 15)" python3 benchmarks/verifier_v2/late_trial_probe.py \
+  timeout -k 10 "$(limit 15)" python3 benchmarks/verifier_v2/late_trial_probe.py \
     --out "$OUT/late_trial_probe.json" > /tmp/late_trial_probe.log 2>&1
   echo "late trial probe exit $?"; tail -8 /tmp/late_trial_probe.log
 fi
 
 if [ -n "${SCAN:-}" ] && [ "$(left 15)" -gt 120 ]; then
-  timeout -k 10 "$(left 15)" python3 benchmarks/verifier_v2/scan_extensions.py traces/corpus-live \
+  timeout -k 10 "$(limit 15)" python3 benchmarks/verifier_v2/scan_extensions.py traces/corpus-live \
     --out "$OUT/scan_extensions.json" > /tmp/scan_extensions.log 2>&1
   echo "extension scan exit $?"; tail -8 /tmp/scan_extensions.log
 fi
 
 if [ -n "${STABILITY:-}" ] && [ "$(left 15)" -gt 60 ]; then
-  timeout -k 10 "$(left 15)" python3 benchmarks/verifier_stability_probe.py \
+  timeout -k 10 "$(limit 15)" python3 benchmarks/verifier_stability_probe.py \
     --out "$OUT/stability_probe.json" > /tmp/stability_probe.log 2>&1
   echo "stability probe exit $?"; tail -18 /tmp/stability_probe.log
 fi
 
 if [ -n "${ABLATE:-}" ] && [ "$(left 15)" -gt 60 ]; then
-  # appended to as each kernel is timed: a run cut by the limit resumes from the file it left
-  cp benchmarks/results/ablations_h200.jsonl "$OUT/ablations.jsonl"
+  # appended to as each kernel is timed: a run cut by the limit resumes from the file it left.
+  # ABLATE=build: only the build step, in what is left of a call whose $OUT is full; no file
+  cache=benchmarks/results/ablations_h200.jsonl
+  [ "$ABLATE" = build ] || { cp "$cache" "$OUT/ablations.jsonl"; cache=$OUT/ablations.jsonl; }
   # the CUDA kernels still to judge built all at once first (a folder per source: the checks
-  # find them built), as the round stage does; ABLATE_BUILD=0 skips it (built by an earlier call)
-  if [ "${ABLATE_BUILD:-1}" = 1 ]; then
-    timeout "$(left 120)" python3 \
-      benchmarks/corpus_live/build_extensions.py --ablation "$OUT/ablations.jsonl" > /tmp/ablate_build.log 2>&1
+  # find them built), as the round stage does; ABLATE_BUILD=0 skips it (built by an earlier
+  # call). A build cut by the budget is removed; the finished ones stay for the next call.
+  keep=120; [ "$ABLATE" = build ] && keep=15  # the time the ablation's timings keep
+  if [ "${ABLATE_BUILD:-1}" = 1 ] && [ "$(left $keep)" -gt 0 ]; then
+    timeout "$(limit $keep)" python3 \
+      benchmarks/corpus_live/build_extensions.py --ablation "$cache" > /tmp/ablate_build.log 2>&1
     built=$?
     echo "ablation's extensions built at $(( $(date +%s) - start )) s (build step exit $built;" \
       "$(grep -c ': built' /tmp/ablate_build.log) built, $(grep -c ': failed' /tmp/ablate_build.log) failed)"
   fi
-  timeout -s INT -k 20 "$(left 15)" python3 -m upskills distill traces/corpus-live --ablate \
-    --device cuda --ablation-cache "$OUT/ablations.jsonl" --skills-dir /tmp/ablate-skills \
-    --no-cases > /tmp/ablate.log 2>&1
-  echo "ablate exit $?: $(wc -l < "$OUT/ablations.jsonl") measurements"; tail -4 /tmp/ablate.log
+  if [ "$ABLATE" != build ]; then
+    timeout -s INT -k 20 "$(limit 15)" python3 -m upskills distill traces/corpus-live --ablate \
+      --device cuda --ablation-cache "$cache" --skills-dir /tmp/ablate-skills \
+      --no-cases > /tmp/ablate.log 2>&1
+    echo "ablate exit $?: $(wc -l < "$cache") measurements"; tail -4 /tmp/ablate.log
+  fi
 fi
 
 # The tests' candidates include cheats that look for baseline caches one level under the temp
@@ -232,10 +241,10 @@ if [ "${TESTS:-}" = 1 ]; then
     tests/verify/test_load_inline.py)
   untimed=(tests); for t in "${timed[@]}"; do untimed+=(--deselect "$t"); done
   par=(-n 8); python3 -c "import xdist" 2>/dev/null || par=()
-  timeout -s INT -k 20 "$(left 200)" python3 -m pytest -m gpu --run-slow -rfEsp -p no:benchmark -p no:cacheprovider \
+  timeout -s INT -k 20 "$(limit 200)" python3 -m pytest -m gpu --run-slow -rfEsp -p no:benchmark -p no:cacheprovider \
     --timeout=120 "${par[@]}" "${untimed[@]}" > "$OUT/gpu_tests.log" 2>&1
   echo "pytest exit $? (untimed)" >> "$OUT/gpu_tests.log"
-  timeout -s INT -k 20 "$(left 20)" python3 -m pytest -m gpu --run-slow -rfEsp -p no:benchmark -p no:cacheprovider \
+  timeout -s INT -k 20 "$(limit 20)" python3 -m pytest -m gpu --run-slow -rfEsp -p no:benchmark -p no:cacheprovider \
     -p no:xdist --timeout=150 --durations=0 "${timed[@]}" >> "$OUT/gpu_tests.log" 2>&1
   echo "pytest exit $? (timed, one at a time)" >> "$OUT/gpu_tests.log"
 elif [ -n "${TESTS:-}" ]; then
@@ -248,12 +257,16 @@ elif [ -n "${TESTS:-}" ]; then
   fi
   # --durations: where each test's minutes go (the thirty-ninth session ran 35 timed tests in
   # 1300 s, 25-50 s each, and could not say which stage took them)
-  timeout -s INT -k 20 "$(left 20)" python3 -m pytest -m gpu --run-slow -rfEspP -p no:benchmark -p no:cacheprovider \
-    -p no:xdist --timeout=150 --durations=0 "${ids[@]}" ${TESTS_K:+-k "$TESTS_K"} > "$OUT/gpu_tests.log" 2>&1
-  echo "pytest exit $?" >> "$OUT/gpu_tests.log"
+  if [ "${#ids[@]}" -eq 0 ]; then  # pytest given no id would run every GPU test
+    echo "TESTS=$TESTS names no test: none run" > "$OUT/gpu_tests.log"
+  else
+    timeout -s INT -k 20 "$(limit 20)" python3 -m pytest -m gpu --run-slow -rfEspP -p no:benchmark -p no:cacheprovider \
+      -p no:xdist --timeout=150 --durations=0 "${ids[@]}" ${TESTS_K:+-k "$TESTS_K"} > "$OUT/gpu_tests.log" 2>&1
+    echo "pytest exit $?" >> "$OUT/gpu_tests.log"
+  fi
 fi
 if [ -n "${TESTS:-}" ]; then
-  grep -E "^(FAILED|ERROR) |[0-9]+ (passed|failed)|pytest exit" "$OUT/gpu_tests.log"
+  grep -E "^(FAILED|ERROR) |[0-9]+ (passed|failed)|pytest exit|names no test" "$OUT/gpu_tests.log"
   if [ "$cache_sum" = "$(cat "$UPSKILLS_CACHE_DIR"/*.json 2>/dev/null | sha256sum)" ]; then
     echo "the tests left $UPSKILLS_CACHE_DIR unchanged" | tee -a "$OUT/gpu_tests.log"
   else

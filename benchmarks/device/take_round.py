@@ -56,6 +56,8 @@ REPO_PATH = re.compile(
     r"|upskills/verify|upskills/distill|tests/verify)/"
 )
 """An absolute path into this repository: group 1 is the checkout that holds it."""
+PYTEST_ROOT = re.compile(r"^rootdir: (/[\w.+/-]+?)/?$", re.MULTILINE)
+"""pytest's header line naming the folder it ran in (a GPU test log's only path, often)."""
 
 
 class TakeError(Exception):
@@ -76,7 +78,7 @@ def find_checkout(texts: list[str]) -> str | None:
     """
     found: dict[str, int] = {}
     for text in texts:
-        for match in REPO_PATH.finditer(text):
+        for match in (*REPO_PATH.finditer(text), *PYTEST_ROOT.finditer(text)):
             root = match[1]
             if not root.startswith("/tmp/"):
                 found[root] = found.get(root, 0) + 1
@@ -93,11 +95,16 @@ def redact(text: str, checkout: str | None = None) -> str:
 
 
 def copy_redacted(src: Path, dst: Path, checkout: str | None = None) -> Path:
-    """Copy a text file, its device paths replaced; refuse to overwrite."""
+    """Copy a text file, its device paths replaced; refuse to overwrite.
+
+    ``checkout``: the device's checkout; found in the file itself (:func:`find_checkout`) when
+    not given (the fortieth session's GPU test logs kept it in pytest's ``rootdir:`` line).
+    """
     if dst.exists():
         raise TakeError(f"{dst} exists already: not overwritten")
+    text = src.read_text(encoding="utf-8")
     dst.parent.mkdir(parents=True, exist_ok=True)
-    dst.write_text(redact(src.read_text(encoding="utf-8"), checkout), encoding="utf-8")
+    dst.write_text(redact(text, checkout or find_checkout([text])), encoding="utf-8")
     return dst
 
 

@@ -264,3 +264,20 @@ def test_the_checkout_is_found_in_the_files_never_under_tmp_and_can_be_given():
     assert tr.find_checkout(["nothing of this repository"]) is None
     said = "cd /opt/lent/repo && ls /opt/lent/repository"
     assert tr.redact(said, "/opt/lent/repo") == "cd <checkout> && ls /opt/lent/repository"
+
+
+def test_a_copied_log_loses_the_checkout_it_names_only_in_pytests_header(tmp_path):
+    src = tmp_path / "gpu_tests.log"
+    src.write_text(
+        "platform linux -- Python 3.12.3\nrootdir: /opt/lent/repo\n"
+        "PASSED tests/verify/test_gpu.py::test_no_timing_option\n"
+        "cd /opt/lent/repo && ls /opt/lent/repository\n"
+    )
+    dst = tr.copy_redacted(src, tmp_path / "results" / "gpu_tests_h100_session1.log")
+    assert dst.read_text().splitlines()[1:] == [
+        "rootdir: <checkout>",
+        "PASSED tests/verify/test_gpu.py::test_no_timing_option",
+        "cd <checkout> && ls /opt/lent/repository",
+    ]
+    with pytest.raises(tr.TakeError, match="exists already"):
+        tr.copy_redacted(src, dst)
