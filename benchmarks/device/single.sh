@@ -48,7 +48,8 @@
 #                    from the committed ablation cache (carry .kb), its CUDA kernels built all at
 #                    once first (ABLATE_BUILD=0: not, an earlier call on this start built them)
 #                    -> $OUT/ablations.jsonl. ABLATE=build: only those builds, in what is left
-#                    of the call (no file; the next call's builds find them done)
+#                    of the call (no file; the next call's builds find them done).
+#                    ABLATE_FROM=tmp: resume from the last call's file on this machine start
 #   TESTS=1          the GPU test suite (-m gpu --run-slow: the GPU tests marked slow too, which
 #                    -m gpu alone skipped until the thirty-fifth session): untimed tests with 8 xdist workers, then the
 #                    tests that need a timed verdict one at a time -> $OUT/gpu_tests.log
@@ -199,7 +200,14 @@ fi
 if [ -n "${ABLATE:-}" ] && [ "$(left 15)" -gt 60 ]; then
   # appended to as each kernel is timed: a run cut by the limit resumes from the file it left.
   # ABLATE=build: only the build step, in what is left of a call whose $OUT is full; no file
+  # ABLATE_FROM=tmp: from the file the last call on this machine start left in /tmp (no round
+  # trip through the checkout inside the 30 s a machine stays warm), as RECHECK_FROM=tmp
   cache=benchmarks/results/ablations_h200.jsonl
+  if [ "${ABLATE_FROM:-}" = tmp ] && [ -f /tmp/upskills-ablations.jsonl ]; then
+    cache=/tmp/upskills-ablations.jsonl
+  elif [ "${ABLATE_FROM:-}" = tmp ]; then
+    echo "ABLATE_FROM=tmp: no earlier ablation on this machine start, from the checkout's cache"
+  fi
   [ "$ABLATE" = build ] || { cp "$cache" "$OUT/ablations.jsonl"; cache=$OUT/ablations.jsonl; }
   # the CUDA kernels still to judge built all at once first (a folder per source: the checks
   # find them built), as the round stage does; ABLATE_BUILD=0 skips it (built by an earlier
@@ -217,6 +225,7 @@ if [ -n "${ABLATE:-}" ] && [ "$(left 15)" -gt 60 ]; then
       --device cuda --ablation-cache "$cache" --skills-dir /tmp/ablate-skills \
       --no-cases > /tmp/ablate.log 2>&1
     echo "ablate exit $?: $(wc -l < "$cache") measurements"; tail -4 /tmp/ablate.log
+    cp "$cache" /tmp/upskills-ablations.jsonl
   fi
 fi
 
