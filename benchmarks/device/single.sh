@@ -39,6 +39,9 @@
 #                    timed as the verifier times and watched as its late trial watches (an
 #                    allocator's input and a VMM-mapped one, a new output, a given output)
 #                    -> $OUT/late_trial_probe.json
+#   FIRSTCALL=1      benchmarks/verifier_v2/first_call_probe.py: single calls of the same, event-timed
+#                    or watched, on warm memory, after an idle second and after the cache was
+#                    emptied, with each output's address -> $OUT/first_call_probe.json
 #   SCAN=1           benchmarks/verifier_v2/scan_extensions.py: the CUDA finals' extensions built
 #                    again and their imports judged by the import guards (vendor_library,
 #                    hidden_ops) -> $OUT/scan_extensions.json and .jsonl
@@ -185,6 +188,12 @@ if [ -n "${LATEPROBE:-}" ] && [ "$(left 15)" -gt 60 ]; then
   echo "late trial probe exit $?"; tail -8 /tmp/late_trial_probe.log
 fi
 
+if [ -n "${FIRSTCALL:-}" ] && [ "$(left 15)" -gt 60 ]; then
+  timeout -k 10 "$(limit 15)" python3 benchmarks/verifier_v2/first_call_probe.py \
+    --out "$OUT/first_call_probe.json" --cases "${FIRSTCALL_CASES:-}" > /tmp/first_call_probe.log 2>&1
+  echo "first call probe exit $?"; tail -12 /tmp/first_call_probe.log
+fi
+
 if [ -n "${SCAN:-}" ] && [ "$(left 15)" -gt 120 ]; then
   timeout -k 10 "$(limit 15)" python3 benchmarks/verifier_v2/scan_extensions.py traces/corpus-live \
     --out "$OUT/scan_extensions.json" > /tmp/scan_extensions.log 2>&1
@@ -221,7 +230,9 @@ if [ -n "${ABLATE:-}" ] && [ "$(left 15)" -gt 60 ]; then
       "$(grep -c ': built' /tmp/ablate_build.log) built, $(grep -c ': failed' /tmp/ablate_build.log) failed)"
   fi
   if [ "$ABLATE" != build ]; then
-    timeout -s INT -k 20 "$(limit 15)" python3 -m upskills distill traces/corpus-live --ablate \
+    # the limit leaves the -k grace inside the budget (the forty-first session's 560 s call ran
+    # past the device's 600 s and lost the copy to /tmp below)
+    timeout -s INT -k 20 "$(limit 35)" python3 -m upskills distill traces/corpus-live --ablate \
       --device cuda --ablation-cache "$cache" --skills-dir /tmp/ablate-skills \
       --no-cases > /tmp/ablate.log 2>&1
     echo "ablate exit $?: $(wc -l < "$cache") measurements"; tail -4 /tmp/ablate.log
