@@ -258,7 +258,7 @@ if [ "${TESTS:-}" = 1 ]; then
   timed=(tests/kernels/test_known_kernels.py::test_good_kernel_passes_on_cuda_and_is_timed
     tests/verify/test_profile.py tests/verify/test_adversarial.py tests/verify/test_gpu.py
     tests/agent/test_gpu.py tests/lift/test_gpu.py tests/distill/test_gpu_distill.py
-    tests/verify/test_load_inline.py)
+    tests/verify/test_load_inline.py tests/verify/test_clearing.py)
   untimed=(tests); for t in "${timed[@]}"; do untimed+=(--deselect "$t"); done
   par=(-n 8); python3 -c "import xdist" 2>/dev/null || par=()
   timeout -s INT -k 20 "$(limit 200)" python3 -m pytest -m gpu --run-slow -rfEsp -p no:benchmark -p no:cacheprovider \

@@ -9,6 +9,8 @@ the candidate's forward ran out of memory while being timed.
 
 from __future__ import annotations
 
+from upskills.verify.clearing import given_back
+
 GIB = 2**30
 
 
@@ -16,17 +18,20 @@ def release_memory(device: str, force: bool = False) -> None:
     """Give GPU memory the judge no longer uses back to the device.
 
     Done when more than 1 GiB sits cached (after large trials), and always with ``force``
-    (before timing). A no-op off CUDA.
+    (before timing). A no-op off CUDA. What is given back is counted
+    (:func:`~upskills.verify.clearing.given_back`): the late trial waits for the driver.
     """
     if not device.startswith("cuda"):
         return
     import torch
 
-    if not force and torch.cuda.memory_reserved() - torch.cuda.memory_allocated() < GIB:
+    reserved = torch.cuda.memory_reserved()
+    if not force and reserved - torch.cuda.memory_allocated() < GIB:
         return
     torch.cuda.synchronize()
     torch.cuda.ipc_collect()
     torch.cuda.empty_cache()
+    given_back(reserved - torch.cuda.memory_reserved())  # the driver clears it meanwhile
 
 
 def memory_note() -> str:

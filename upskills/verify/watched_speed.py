@@ -59,9 +59,12 @@ then 0.9, so an honest ReLU (0.896x) was refused. The probe of that
 (``benchmarks/verifier_v2/late_trial_probe.py``, H100, thirty-ninth session) found neither the
 input's VMM mapping nor the first CUPTI session slower, but the same ReLU watched at 0.859x of
 its timed median once the allocator's cache had been emptied (the late trial follows such a
-release): where the memory sits moves the busy time by up to 16%, and no trial chooses that.
-0.8 keeps the honest H200 minimum 11% above the bar and the cheat 3.6 times below it; a
-forward whose switch gains less than 1.25x is not caught."""
+release). The forty-first session found why (:mod:`~upskills.verify.clearing`): for a while
+after memory is given back to the driver, any memory-bound kernel runs 10-14% slower, timed
+or watched alike, and the late trial now waits that window out. Until the five large tasks
+re-check on an H200 with the wait, 0.8 stays: it keeps the honest H200 minimum 11% above the
+bar and the cheat 3.6 times below it; a forward whose switch gains less than 1.25x is not
+caught."""
 WATCHED_SLACK_MS = 0.002
 """And the difference must exceed this (a few microseconds of a launch-bound call's noise)."""
 
