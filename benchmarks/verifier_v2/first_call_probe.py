@@ -23,10 +23,25 @@ starting from a state it sets itself:
   (``busy_fresh_output`` again, with addresses: is the second call's output the first one's
   block?);
 - ``busy_after_unwatched``: the cache emptied, one unwatched call, then two watched calls;
-- ``mixed_fresh``: the cache emptied, then event-timed, watched, event-timed, watched.
+- ``mixed_fresh``: the cache emptied, then event-timed, watched, event-timed, watched;
+- ``fresh_out_rested_*``: a new output, then a rest of 0.2 s or 1 s before three calls;
+- ``fresh_spaced_50ms``: the cache emptied, four calls 50 ms apart;
+- ``fresh_input``: a new input (a clone after the cache was emptied) into a warm output;
+- ``settled``: a new output filled eight times, then two calls into it;
+- ``window_free<F>_alloc<A>``: a warm output; ``F`` GiB allocated, written and given back
+  (the cache emptied), ``A`` GiB allocated, then the call timed back to back for 1.5 s, each
+  time with its time since the release (``last_slow_at_ms``: the last over 1.03x warm).
 
 Each single call's SM clock is read before it where ``torch.cuda.clock_rate`` can (pynvml).
-A case that raises is written with its error; the others still run.
+A case that raises is written with its error; the others still run. ``--cases`` picks cases
+by name or prefix (``single.sh``: ``FIRSTCALL_CASES``).
+
+Run in the forty-first session on an H100 (``results/first_call_probe_h100_session41_call2.json``
+and ``_call3.json``) and an H200 (``first_call_probe_h200_session41.json``, the window cases):
+unwatched calls are as slow as watched ones after a release, a rest of 50-200 ms ends it, an
+idle second or new memory alone does not slow anything, and on the H200 the slow window lasts
+41 ms after 16 GiB given back and 121 ms after 48 GiB. Read in ``docs/design/verifier.md``
+("The late trial's slow call"); the judge's mend is ``upskills/verify/clearing.py``.
 """
 
 from __future__ import annotations
