@@ -203,7 +203,7 @@ def late_trial(judge: Judge, prepared: Prepared) -> VariantResult:
     back after a number of calls it foresees is not. Its result (passed) is returned: its GPU
     busy time is one of :mod:`~upskills.verify.watched_speed`'s. It waits first until the
     driver could have cleared the memory the judge gave back (:mod:`~upskills.verify.clearing`;
-    the stage ``clearing_wait``): inside that window a memory-bound kernel runs 11-14% slower.
+    the stage ``clearing_wait``): inside that window a memory-bound kernel runs 10-14% slower.
     """
     from upskills.verify.clearing import wait_until_cleared
     from upskills.verify.judge_memory import release_memory
