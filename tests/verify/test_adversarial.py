@@ -23,6 +23,7 @@ from upskills.tasks.model import ShapeVariant
 from upskills.verify import CheckOptions, ErrorClass, Verifier
 from upskills.verify.static import parse_candidate, static_guards
 from upskills.verify.verdict import Verdict, VerdictStage
+from upskills.verify.verifier import fresh_seed
 
 PRELUDE = """
 import torch
@@ -646,6 +647,10 @@ def test_seed_replays_a_verdict(verifier, tasks):
     ]
     other = verifier.check(tasks["add"], GOOD_ADD)
     assert other.seed != first.seed  # a fresh seed per check
+    # too many bits to try them all from a trial's seed (SHA-256 of the check's; verifier.py):
+    # each of these two fails with chance 2**-32 by luck alone
+    assert first.seed.bit_length() > 31 and other.seed.bit_length() > 31, (first.seed, other.seed)
+    assert all(0 <= fresh_seed() < 2**63 for _ in range(1000))
 
 
 def test_cpu_verdict_says_what_it_cannot_see(verifier, tasks):

@@ -42,6 +42,19 @@ BASELINE_TIMEOUT_S = 900.0
 _FRAME = re.compile(r'File "(?P<file>[^"]+)", line (?P<line>\d+) in (?P<func>\S+)')
 
 
+SEED_BITS = 63
+"""A fresh check's seed, in bits. Every input of the check derives from it: the trials', the
+timing sets', their perturbations and the late trial's. A candidate sees one trial's seed (in
+its label, and recoverable from its inputs), and ``trial_seed`` hashes the check's seed with
+SHA-256: at 31 bits (until 2026-12-06) a GPU, which hashes billions a second, could try every
+check seed in about a second and foresee the timed calls' inputs; at 63 bits it cannot."""
+
+
+def fresh_seed() -> int:
+    """A check's seed when none is given (``--seed`` replays one)."""
+    return secrets.randbits(SEED_BITS)
+
+
 def resolve_device(device: str) -> str:
     """``auto``, ``cpu`` or ``cuda`` -> ``cpu`` or ``cuda`` (see :mod:`upskills.core.device`).
 
@@ -208,7 +221,7 @@ class Verifier:
         options = options or self.options
         task = resolve_task(task)
         source, display = resolve_candidate(candidate)
-        seed = options.seed if options.seed is not None else secrets.randbelow(2**31)
+        seed = options.seed if options.seed is not None else fresh_seed()
         verdict = Verdict(
             task=task.name,
             task_hash=task.hash,
