@@ -104,7 +104,15 @@ class Zygote:
         log_path = Path(self._tmp.name) / "zygote.log"
         with log_path.open("w") as log:
             proc = subprocess.Popen(
-                [sys.executable, "-m", "upskills.verify.sandbox", self.mode, self.role],
+                # its jobs' folder in ours: removed by close(), which kills the zygote
+                [
+                    sys.executable,
+                    "-m",
+                    "upskills.verify.sandbox",
+                    self.mode,
+                    self.role,
+                    self._tmp.name,
+                ],
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
                 stderr=log,
@@ -443,8 +451,12 @@ def _use_private_builds(source: str, root: Path) -> None:
     os.environ["TRITON_CACHE_DIR"] = str(triton)
 
 
-def serve(mode: str, role: str) -> None:
-    """The zygote's loop: preload, then fork a child per request line until stdin closes."""
+def serve(mode: str, role: str, under: str | None = None) -> None:
+    """The zygote's loop: preload, then fork a child per request line until stdin closes.
+
+    ``under``: where its jobs' folder goes (the parent's folder, which the parent removes; a
+    zygote is killed, so it cannot remove its own). Default: the temp folder.
+    """
     if mode == "cpu":
         os.environ["TRITON_INTERPRET"] = "1"
     if role == "judge":
@@ -477,7 +489,7 @@ def serve(mode: str, role: str) -> None:
         launcher_code_roots()  # read before any candidate runs: one cannot add a folder to it
     # the unprivileged candidates' folders; each child sets its source's compile caches
     root = _prepare_candidate_root() if role == "candidate" else None
-    jobs = Path(tempfile.mkdtemp(prefix=f"upskills-{role}-jobs-"))
+    jobs = Path(tempfile.mkdtemp(prefix=f"upskills-{role}-jobs-", dir=under))
     out = sys.stdout
     out.write(READY + "\n")
     out.flush()
@@ -547,4 +559,5 @@ if __name__ == "__main__":
     serve(
         sys.argv[1] if len(sys.argv) > 1 else "cpu",
         sys.argv[2] if len(sys.argv) > 2 else "judge",
+        sys.argv[3] if len(sys.argv) > 3 else None,
     )
