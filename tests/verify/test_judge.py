@@ -183,3 +183,23 @@ def test_an_out_of_memory_failure_says_what_the_judge_held(monkeypatch) -> None:
     assert "the judge held 112.0 GiB" in got.message and "5.0 of 140.0 GiB free" in got.message
     other = Failure(error_class="runtime", stage="timing", message="ValueError: bad")
     assert Judge.fail_from(judge, other).message == "ValueError: bad"  # type: ignore[arg-type]
+
+
+def test_guard_c_keeps_a_sample_of_each_output_not_a_copy() -> None:
+    """The next trial's stale-result guard gets evenly spaced elements, the same places."""
+    import torch
+
+    from upskills.verify.judge_outputs import STALE_SAMPLE, stale_sample
+
+    big = torch.randn(1536, 2048).t()  # 3M elements, not contiguous
+    got = stale_sample(big)
+    step = big.numel() // STALE_SAMPLE
+    assert step == 3 and got.shape == (big.numel() // step,)
+    assert torch.equal(got, big.reshape(-1)[::step])
+    assert torch.equal(stale_sample(big.clone()), got)  # a cached result matches its sample
+    assert not torch.equal(stale_sample(torch.randn(2048, 1536)), got)
+    small, scalar = torch.arange(6.0).view(2, 3), torch.tensor(2.0)
+    kept = stale_sample((small, [scalar]))
+    small.add_(1), scalar.add_(1)  # a copy, not a view: the next call may overwrite its output
+    assert torch.equal(kept[0], torch.arange(6.0).view(2, 3)) and kept[1][0].item() == 2.0
+    assert isinstance(kept, tuple) and isinstance(kept[1], list)

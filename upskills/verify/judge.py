@@ -27,7 +27,7 @@ from upskills.verify.cuda_vmm import close_fds
 from upskills.verify.domains import apply_domain
 from upskills.verify.guards import LaunchState, OpLog, make_op_recorder, work_ops
 from upskills.verify.judge_memory import memory_note, release_memory
-from upskills.verify.judge_outputs import flatten_outputs, mutated_input, trial_seed
+from upskills.verify.judge_outputs import flatten_outputs, mutated_input, stale_sample, trial_seed
 from upskills.verify.judge_rules import check_guards, late_trial, output_problem
 from upskills.verify.libraries import accept_candidate, check_libraries
 from upskills.verify.protocol import (
@@ -336,7 +336,7 @@ class Judge:
         inputs = build_inputs(prepared.module, self.device, seed)
         if domain != "normal":
             apply_domain(inputs, domain, seed)
-        pristine = clone_tree(inputs)
+        # ``inputs`` stay pristine: the reference runs on copies, the candidate on the arena's
         ref_out, ref_work = self.reference(prepared, inputs)
         structure, ref_items = flatten_outputs(ref_out)
         shared_inputs, wire = export_args(inputs, self.arena)
@@ -368,7 +368,7 @@ class Judge:
             result.passed, result.error_class, result.message = False, problem[0], problem[1]
             self.clock.add("compare", time.monotonic() - t2)
             return result
-        changed = mutated_input(shared_inputs, pristine)
+        changed = mutated_input(shared_inputs, inputs)
         if changed:
             result.passed, result.error_class = False, ErrorClass.MUTATION
             result.message = f"{where}: the candidate modified its {changed}"
@@ -387,8 +387,8 @@ class Judge:
             stale = prev.get(name)
             if (
                 stale is not None
-                and compare_outputs(stale[1], out).passed
-                and not compare_outputs(stale[0], ref).passed
+                and compare_outputs(stale[1], stale_sample(out)).passed
+                and not compare_outputs(stale[0], stale_sample(ref)).passed
             ):
                 raise StageFailure(
                     ErrorClass.GUARD,
@@ -400,7 +400,7 @@ class Judge:
             result.passed = False
             result.error_class = cmp.error_class
             result.message = f"{where}: {cmp.message}"
-        prev[name] = (clone_tree(ref), clone_tree(out))
+        prev[name] = (stale_sample(ref), stale_sample(out))
         self.clock.add("compare", time.monotonic() - t2)
         return result
 

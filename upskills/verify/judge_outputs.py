@@ -1,6 +1,7 @@
 """What the judge derives from a trial's data.
 
-Trial seeds, reference outputs as flat tensor lists, and inputs a forward changed; shared by
+Trial seeds, reference outputs as flat tensor lists, inputs a forward changed and what guard (c)
+keeps of a trial's outputs; shared by
 :mod:`upskills.verify.judge` and :mod:`upskills.verify.judge_timing`.
 """
 
@@ -52,3 +53,29 @@ def mutated_input(now: list[Any], pristine: list[Any]) -> str | None:
             if inner:
                 return f"input[{i}]{inner.removeprefix('input')}"
     return None
+
+
+STALE_SAMPLE = 1 << 20
+"""Elements of each output tensor guard (c) keeps from one trial for the next."""
+
+
+def stale_sample(value: Any) -> Any:
+    """At most about :data:`STALE_SAMPLE` evenly spaced elements of each tensor in ``value``.
+
+    Guard (c) only names why a trial that already failed failed (its output is the last
+    trial's while the reference's changed), so a sample at the same places tells it as well as
+    a copy. Whole copies of the last reference and output held two of a 38_L1Norm_ trial's 8 GiB
+    tensors more than it needs, and that trial did not fit an H100's 80 GB.
+    """
+    import torch
+
+    if isinstance(value, torch.Tensor):
+        if value.dim() == 0 or value.numel() <= STALE_SAMPLE:
+            return value.clone()
+        step = value.numel() // STALE_SAMPLE
+        picks = torch.arange(0, value.numel(), step, device=value.device)
+        return value[torch.unravel_index(picks, value.shape)]
+    if isinstance(value, list | tuple):
+        seq = cast("list[Any] | tuple[Any, ...]", value)
+        return type(seq)(stale_sample(v) for v in seq)
+    return value
