@@ -152,16 +152,21 @@ def test_the_judge_gives_cached_and_ipc_memory_back_between_large_trials(monkeyp
     monkeypatch.setattr(torch.cuda, "memory_allocated", lambda *a: gib)
     monkeypatch.setattr(torch.cuda, "synchronize", lambda *a: calls.append("sync"))
     monkeypatch.setattr(torch.cuda, "ipc_collect", lambda: calls.append("ipc_collect"))
-    monkeypatch.setattr(torch.cuda, "empty_cache", lambda: calls.append("empty_cache"))
-    release_memory("cpu", force=True)
+
+    def empty_cache() -> None:
+        calls.append("empty_cache")
+        reserved["now"] = gib  # what is still allocated stays
+
+    monkeypatch.setattr(torch.cuda, "empty_cache", empty_cache)
+    assert release_memory("cpu", force=True) == 0
     assert calls == []
-    release_memory("cuda")
+    assert release_memory("cuda") == 8 * gib  # the bytes given back, counted for the wait
     assert calls == ["sync", "ipc_collect", "empty_cache"]
     calls.clear()
     reserved["now"] = gib + 2**20  # under 1 GiB cached: not worth a round trip to the driver
-    release_memory("cuda")
+    assert release_memory("cuda") == 0
     assert calls == []
-    release_memory("cuda", force=True)
+    assert release_memory("cuda", force=True) == 2**20
     assert calls == ["sync", "ipc_collect", "empty_cache"]
 
 

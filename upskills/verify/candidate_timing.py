@@ -12,6 +12,7 @@ from typing import Any, cast
 
 from upskills.verify.fingerprint import PROJECTIONS, fingerprints
 from upskills.verify.guards import OpLog, make_op_recorder
+from upskills.verify.judge_memory import release_memory
 from upskills.verify.modes import check_modes_left, collect_garbage, mode_depths
 from upskills.verify.perturb import perturb_inputs
 from upskills.verify.protocol import Bulk, BulkDone, TensorHandle, TimeDone, TimeRun
@@ -113,6 +114,7 @@ class TimingRequests:
 
     path: str
     display: str
+    device: str
     watch: Any
     model: Any
     graph: Any
@@ -218,7 +220,7 @@ class TimingRequests:
         for pick, out in last[-len(req.keep) :] if not req.keep_at else []:
             kept(pick, out)
         self._sync()
-        return TimeDone(
+        done = TimeDone(
             times_ms=times,
             picks=picks,
             launches=self.watch.counter.state.launches - before,
@@ -229,6 +231,13 @@ class TimingRequests:
             persisting_l2_bytes=timed.persisting_l2_bytes,
             persisting_l2_default_bytes=timed.persisting_l2_default_bytes,
         )
+        # KernelBench's 8 GiB tensors: the copy of the inputs and two outputs stay cached here
+        # while the judge builds the kept calls' references; an H100 had no room for both
+        work.clear()
+        last.clear()
+        prints.clear()
+        done.released_bytes = release_memory(self.device)
+        return done
 
     def _timing_failure(self, exc: Exception) -> StageFailure:
         """A failure while timed (an out-of-memory error, a crash of ``forward``), classified."""

@@ -14,24 +14,27 @@ from upskills.verify.clearing import given_back
 GIB = 2**30
 
 
-def release_memory(device: str, force: bool = False) -> None:
-    """Give GPU memory the judge no longer uses back to the device.
+def release_memory(device: str, force: bool = False) -> int:
+    """Give GPU memory the process no longer uses back to the device; the bytes given back.
 
-    Done when more than 1 GiB sits cached (after large trials), and always with ``force``
-    (before timing). A no-op off CUDA. What is given back is counted
-    (:func:`~upskills.verify.clearing.given_back`): the late trial waits for the driver.
+    Done when more than 1 GiB sits cached (after large trials, the timing sets' building, the
+    candidate's timed calls), and always with ``force`` (before timing). A no-op off CUDA.
+    What is given back is counted (:func:`~upskills.verify.clearing.given_back`): the late
+    trial waits for the driver.
     """
     if not device.startswith("cuda"):
-        return
+        return 0
     import torch
 
     reserved = torch.cuda.memory_reserved()
     if not force and reserved - torch.cuda.memory_allocated() < GIB:
-        return
+        return 0
     torch.cuda.synchronize()
     torch.cuda.ipc_collect()
     torch.cuda.empty_cache()
-    given_back(reserved - torch.cuda.memory_reserved())  # the driver clears it meanwhile
+    freed = reserved - torch.cuda.memory_reserved()
+    given_back(freed)  # the driver clears it meanwhile
+    return freed
 
 
 def memory_note() -> str:

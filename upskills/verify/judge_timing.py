@@ -15,8 +15,10 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, cast
 
 from upskills.tasks.runtime import build_inputs
+from upskills.verify.clearing import given_back
 from upskills.verify.compare import compare_outputs
 from upskills.verify.fingerprint import PROJECTIONS, expected, squared_deviations, threshold
+from upskills.verify.judge_memory import release_memory
 from upskills.verify.judge_outputs import flatten_outputs, trial_seed
 from upskills.verify.perturb import perturb_inputs
 from upskills.verify.protocol import Bulk, BulkDone, Ping, TensorHandle, TimeDone, TimeRun
@@ -85,6 +87,7 @@ def time_main(judge: Judge, prepared: Prepared) -> None:
                     "room for more at this size (a result cached across calls shows less)"
                 )
         del inputs  # the references were computed from these before any candidate saw them
+    release_memory(judge.device)  # the inputs and the reference's copies: the candidate's room
     keep = [[buffer_like(t, judge.arena) for t in refs[0]] for _ in range(n_keep)]
     bulk_bufs = [buffer_like(t, judge.arena) for t in refs[0]]  # made with the others
     rng = random.Random(judge.job.seed ^ 0x5EED)
@@ -119,6 +122,7 @@ def time_main(judge: Judge, prepared: Prepared) -> None:
         failure = judge.fail_from(reply.failure)
         failure.stage = VerdictStage.TIMING
         raise failure
+    given_back(max(0, reply.released_bytes))  # the candidate's cache: the late trial waits
     display = judge.job.display
     if reply.library_changes:
         raise StageFailure(

@@ -336,6 +336,9 @@ class TimeDone(_Message):
     """L2 set aside for persisting lines (``Timing.persisting_l2_bytes``; a diagnostic)."""
     persisting_l2_default_bytes: int | None = None
     """The context's limit before the candidate ran (``Timing.persisting_l2_default_bytes``)."""
+    released_bytes: int = 0
+    """GPU memory the candidate's process gave back to the driver after its timed calls (their
+    inputs' copy and outputs, cached): the judge's late trial waits for the driver to clear it."""
 
 
 class BulkDone(_Message):
