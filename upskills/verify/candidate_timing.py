@@ -257,11 +257,13 @@ class TimingRequests:
         if req.graph:
             return self._graph_bulk(req)
         try:
-            return self._audited_bulk(req) if req.perturb else self._plain_bulk(req)
+            done = self._audited_bulk(req) if req.perturb else self._plain_bulk(req)
         except StageFailure:  # a guard of the timed path (load, _forward): its own verdict
             raise
         except Exception as exc:  # noqa: BLE001 - a failure while timing
             raise self._timing_failure(exc) from exc
+        done.released_bytes = release_memory(self.device)  # as after the timed calls
+        return done
 
     def _plain_bulk(self, req: Bulk) -> BulkDone:
         import torch

@@ -1,4 +1,4 @@
-"""The judge's GPU memory: given back between large trials, and reported when a candidate runs out.
+"""GPU memory given back between large trials and around timed calls; noted when it runs out.
 
 The judge's tensors die with each trial, but PyTorch keeps their blocks: the caching allocator
 holds them for reuse and CUDA-IPC-shared storages wait in a limbo until the candidate's
@@ -9,7 +9,13 @@ the candidate's forward ran out of memory while being timed.
 
 from __future__ import annotations
 
-from upskills.verify.clearing import given_back
+from typing import TYPE_CHECKING, Any
+
+from upskills.verify.clearing import given_back, wait_until_cleared
+from upskills.verify.protocol import Bulk, BulkDone, TimeDone, TimeRun
+
+if TYPE_CHECKING:
+    from upskills.verify.judge import Judge
 
 GIB = 2**30
 
@@ -50,3 +56,21 @@ def memory_note() -> str:
         f" [the judge held {held:.1f} GiB of this GPU; {free / GIB:.1f} of "
         f"{total / GIB:.1f} GiB free after the failure]"
     )
+
+
+def ask_timed(judge: Judge, message: TimeRun | Bulk) -> Any:
+    """Ask for timed calls with room made for them and the driver done clearing memory.
+
+    At KernelBench's sizes (8 GiB a tensor) the judge's cached blocks (the sets' inputs, the
+    references' copies) and the candidate's (its copy of the inputs, its outputs) did not fit an
+    H100 together: 38_L1Norm_ ran out of memory while timed and again in the clock check. Each
+    side gives its cache back around timed calls (the judge before asking, the candidate's
+    process after answering, ``released_bytes``), and the judge waits for the driver to clear
+    what was given back (:mod:`~upskills.verify.clearing`) before the calls are timed.
+    """
+    release_memory(judge.device)
+    judge.clock.add("clearing_wait", wait_until_cleared())
+    reply = judge.ask(message)
+    if isinstance(reply, TimeDone | BulkDone):
+        given_back(max(0, reply.released_bytes))
+    return reply

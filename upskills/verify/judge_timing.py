@@ -15,10 +15,9 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, cast
 
 from upskills.tasks.runtime import build_inputs
-from upskills.verify.clearing import given_back
 from upskills.verify.compare import compare_outputs
 from upskills.verify.fingerprint import PROJECTIONS, expected, squared_deviations, threshold
-from upskills.verify.judge_memory import release_memory
+from upskills.verify.judge_memory import ask_timed
 from upskills.verify.judge_outputs import flatten_outputs, trial_seed
 from upskills.verify.perturb import perturb_inputs
 from upskills.verify.protocol import Bulk, BulkDone, Ping, TensorHandle, TimeDone, TimeRun
@@ -87,7 +86,6 @@ def time_main(judge: Judge, prepared: Prepared) -> None:
                     "room for more at this size (a result cached across calls shows less)"
                 )
         del inputs  # the references were computed from these before any candidate saw them
-    release_memory(judge.device)  # the inputs and the reference's copies: the candidate's room
     keep = [[buffer_like(t, judge.arena) for t in refs[0]] for _ in range(n_keep)]
     bulk_bufs = [buffer_like(t, judge.arena) for t in refs[0]]  # made with the others
     rng = random.Random(judge.job.seed ^ 0x5EED)
@@ -101,7 +99,8 @@ def time_main(judge: Judge, prepared: Prepared) -> None:
     print_seed = secrets.randbits(62) if judge.job.audit_timed_calls else None
     judge.clock.add("timing_setup", time.monotonic() - t0)
     t1 = time.monotonic()
-    reply = judge.ask(
+    reply = ask_timed(
+        judge,
         TimeRun(
             input_sets=wires,
             order=order,
@@ -112,7 +111,7 @@ def time_main(judge: Judge, prepared: Prepared) -> None:
             perturb=perturb,
             flush=judge.job.flush,
             fingerprint_seed=print_seed,
-        )
+        ),
     )
     wall_ms = (time.monotonic() - t1) * 1000.0
     judge.clock.add("timing", wall_ms / 1000.0)
@@ -122,7 +121,6 @@ def time_main(judge: Judge, prepared: Prepared) -> None:
         failure = judge.fail_from(reply.failure)
         failure.stage = VerdictStage.TIMING
         raise failure
-    given_back(max(0, reply.released_bytes))  # the candidate's cache: the late trial waits
     display = judge.job.display
     if reply.library_changes:
         raise StageFailure(
@@ -436,7 +434,9 @@ def _bulk_per_call(
     The checked call is the ``land_at``-th, a call the forward cannot tell from the others.
     """
     s = time.monotonic()
-    reply = judge.ask(Bulk(calls=calls, inputs=wire, outputs=[h for _, h in bufs], land_at=land_at))
+    reply = ask_timed(
+        judge, Bulk(calls=calls, inputs=wire, outputs=[h for _, h in bufs], land_at=land_at)
+    )
     wall_ms = (time.monotonic() - s) * 1000.0 - rtt_ms
     display = judge.job.display
     if not isinstance(reply, BulkDone) or reply.failure is not None:
@@ -486,7 +486,8 @@ def _audited_per_call(
 
     def timed(calibrate: bool) -> tuple[float, BulkDone]:
         s = time.monotonic()
-        reply = judge.ask(
+        reply = ask_timed(
+            judge,
             Bulk(
                 calls=calls,
                 inputs=wire,
@@ -494,7 +495,7 @@ def _audited_per_call(
                 perturb=seeds,
                 fingerprint_seed=print_seed,
                 calibrate=calibrate,
-            )
+            ),
         )
         wall_ms = (time.monotonic() - s) * 1000.0
         if not isinstance(reply, BulkDone) or reply.failure is not None:

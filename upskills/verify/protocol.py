@@ -351,6 +351,8 @@ class BulkDone(_Message):
     launches: int = 0
     fingerprints: list[list[float]] = Field(default_factory=list[list[float]])
     """With ``Bulk.perturb``: one list per call (``PROJECTIONS`` values per output tensor)."""
+    released_bytes: int = 0
+    """GPU memory the candidate's process gave back after them (``TimeDone.released_bytes``)."""
 
 
 Reply = Annotated[Hello | Ack | TrialDone | TimeDone | BulkDone, Field(discriminator="op")]
