@@ -111,6 +111,32 @@ def test_the_late_trial_calls_the_candidate_only_once_the_memory_is_cleared(fake
     assert marks["clearing_wait"] == pytest.approx(40 * GIB / CLEARING_BYTES_PER_S)
 
 
+def test_timed_calls_wait_for_what_either_process_gave_back(fake, monkeypatch):
+    """The judge's cache before the calls, the candidate's (its ``released_bytes``) after."""
+    from upskills.verify.protocol import Bulk, BulkDone
+
+    t, _ = fake
+    monkeypatch.setattr(
+        judge_memory, "release_memory", lambda device, force=False: clearing.given_back(16 * GIB)
+    )
+    asked_at: list[float] = []
+    waits: list[float] = []
+
+    def ask(message: Any) -> BulkDone:
+        asked_at.append(t.now)
+        return BulkDone(released_bytes=24 * GIB)
+
+    judge: Any = SimpleNamespace(
+        device="cuda", ask=ask, clock=SimpleNamespace(add=lambda stage, s: waits.append(s))
+    )
+    bulk = Bulk(calls=1, inputs=[], outputs=[])
+    judge_memory.ask_timed(judge, bulk)
+    assert asked_at == [pytest.approx(16 * GIB / CLEARING_BYTES_PER_S)]
+    judge_memory.ask_timed(judge, bulk)  # the candidate's 24 GiB, then the judge's 16
+    assert asked_at[1] == pytest.approx(56 * GIB / CLEARING_BYTES_PER_S)
+    assert sum(waits) == pytest.approx(asked_at[1])
+
+
 def _event_ms(fn: Any) -> float:
     import torch
 

@@ -28,6 +28,7 @@ class FakeJudge:
         self.result = SimpleNamespace(notes=[])
         self.task = SimpleNamespace(atol=1e-5, rtol=1e-5)
         self.matmul = False
+        self.device = "cpu"
 
     def ask(self, message):  # noqa: ANN001, ANN201 - the protocol's union
         if isinstance(message, Ping):
