@@ -137,6 +137,26 @@ def test_timed_calls_wait_for_what_either_process_gave_back(fake, monkeypatch):
     assert sum(waits) == pytest.approx(asked_at[1])
 
 
+def test_the_time_of_a_timed_request_leaves_out_the_wait_before_it(monkeypatch):
+    """Timed by the real clock: a 0.2 s wait, then a request answered in 20 ms."""
+    import time
+
+    from upskills.verify.protocol import Bulk, BulkDone
+
+    monkeypatch.setattr(clearing, "CLEARING", Clearing())
+    clearing.given_back(int(0.2 * CLEARING_BYTES_PER_S))
+
+    def ask(message: Any) -> BulkDone:
+        time.sleep(0.02)
+        return BulkDone()
+
+    judge: Any = SimpleNamespace(device="cpu", ask=ask, clock=SimpleNamespace(add=lambda *a: 0))
+    start = time.monotonic()
+    _, ms = judge_memory.ask_timed(judge, Bulk(calls=1, inputs=[], outputs=[]))
+    assert time.monotonic() - start >= 0.2
+    assert 20.0 <= ms < 100.0
+
+
 def _event_ms(fn: Any) -> float:
     import torch
 

@@ -19,8 +19,9 @@ class FakeJudge:
     """Answers Ping at once and Bulk after ``delays_ms`` (one per bulk, in order) plus the
     calls' claimed time; the outputs land right."""
 
-    def __init__(self, per_call_ms: float, delays_ms: list[float]) -> None:
+    def __init__(self, per_call_ms: float, delays_ms: list[float], released: int = 0) -> None:
         self.per_call_ms = per_call_ms
+        self.released = released
         self.delays_ms = list(delays_ms)
         self.bulks = 0
         self.clock = SimpleNamespace(add=lambda *_: None)
@@ -38,7 +39,11 @@ class FakeJudge:
         assert message.land_at is not None and 0 <= message.land_at < message.calls
         delay = self.delays_ms.pop(0) if self.delays_ms else 0.0
         time.sleep((delay + self.per_call_ms * message.calls) / 1000.0)
-        return BulkDone(event_ms=self.per_call_ms * message.calls, launches=message.calls)
+        return BulkDone(
+            event_ms=self.per_call_ms * message.calls,
+            launches=message.calls,
+            released_bytes=self.released,
+        )
 
 
 def _timing(ms: float) -> Timing:
@@ -62,6 +67,20 @@ def test_a_one_off_delay_is_forgiven_on_the_repeat_and_noted() -> None:
     judge = FakeJudge(per_call_ms=3.0, delays_ms=[200.0])
     _run(judge, 3.0)
     assert judge.bulks == 2
+    assert any("clock check repeated" in n for n in judge.result.notes), judge.result.notes
+
+
+def test_the_wait_for_memory_the_candidate_gave_back_is_not_on_the_judges_clock(
+    monkeypatch,
+) -> None:
+    """The repeat waits 0.15 s for the driver first: 7.5 ms a call if the clock counted it."""
+    from upskills.verify import clearing
+
+    monkeypatch.setattr(clearing, "CLEARING", clearing.Clearing())
+    judge = FakeJudge(per_call_ms=3.0, delays_ms=[200.0], released=int(30e9))
+    t0 = time.monotonic()
+    _run(judge, 3.0)
+    assert judge.bulks == 2 and time.monotonic() - t0 >= 0.15
     assert any("clock check repeated" in n for n in judge.result.notes), judge.result.notes
 
 

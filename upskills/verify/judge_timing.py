@@ -98,8 +98,7 @@ def time_main(judge: Judge, prepared: Prepared) -> None:
     # fingerprints of every timed call; which are verified is drawn after the reply
     print_seed = secrets.randbits(62) if judge.job.audit_timed_calls else None
     judge.clock.add("timing_setup", time.monotonic() - t0)
-    t1 = time.monotonic()
-    reply = ask_timed(
+    reply, wall_ms = ask_timed(
         judge,
         TimeRun(
             input_sets=wires,
@@ -113,7 +112,6 @@ def time_main(judge: Judge, prepared: Prepared) -> None:
             fingerprint_seed=print_seed,
         ),
     )
-    wall_ms = (time.monotonic() - t1) * 1000.0
     judge.clock.add("timing", wall_ms / 1000.0)
     if not isinstance(reply, TimeDone):
         raise StageFailure(ErrorClass.RUNTIME, VerdictStage.TIMING, "unexpected reply")
@@ -433,11 +431,10 @@ def _bulk_per_call(
 
     The checked call is the ``land_at``-th, a call the forward cannot tell from the others.
     """
-    s = time.monotonic()
-    reply = ask_timed(
+    reply, wall_ms = ask_timed(
         judge, Bulk(calls=calls, inputs=wire, outputs=[h for _, h in bufs], land_at=land_at)
     )
-    wall_ms = (time.monotonic() - s) * 1000.0 - rtt_ms
+    wall_ms -= rtt_ms
     display = judge.job.display
     if not isinstance(reply, BulkDone) or reply.failure is not None:
         raise StageFailure(
@@ -485,8 +482,7 @@ def _audited_per_call(
     display = judge.job.display
 
     def timed(calibrate: bool) -> tuple[float, BulkDone]:
-        s = time.monotonic()
-        reply = ask_timed(
+        reply, wall_ms = ask_timed(
             judge,
             Bulk(
                 calls=calls,
@@ -497,7 +493,6 @@ def _audited_per_call(
                 calibrate=calibrate,
             ),
         )
-        wall_ms = (time.monotonic() - s) * 1000.0
         if not isinstance(reply, BulkDone) or reply.failure is not None:
             why = reply.failure.message if isinstance(reply, BulkDone) and reply.failure else "?"
             raise StageFailure(
