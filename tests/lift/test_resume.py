@@ -72,6 +72,12 @@ def test_sigkill_in_each_phase_then_resume(lift_env, tmp_path):
     ref, gen_kill, eval_kill = tmp_path / "ref", tmp_path / "gk", tmp_path / "ek"
     done = _run(_cmd(lift_env, ref))
     assert done.returncode == 0, done.stderr[-3000:]
+    # the check seeds come from the run folder's secret salt: the same salt, the same verdicts
+    salt = (ref / "check_salt").read_text()
+    assert len(salt.strip()) == 64
+    for run in (gen_kill, eval_kill):
+        run.mkdir()
+        (run / "check_salt").write_text(salt)
 
     # generation phase: killed after 5 of 20 samples (each answer takes 0.2 s)
     _kill_when(_cmd(lift_env, gen_kill), gen_kill / "generations.jsonl", 5, "0.2")

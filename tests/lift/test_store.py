@@ -63,3 +63,31 @@ def test_bad_line_names_file_and_line(tmp_path):
 
 def test_missing_file_reads_empty(tmp_path):
     assert read_records(tmp_path / "none.jsonl", GenerationRecord) == []
+
+
+def test_the_check_salt_is_drawn_once_kept_private_and_checked(tmp_path):
+    import stat
+
+    from upskills.lift.evaluate import SALT_FILE, check_salt
+
+    salt = check_salt(tmp_path)
+    assert len(salt) == 64 and int(salt, 16) >= 0
+    assert check_salt(tmp_path) == salt  # a resume reads it back
+    assert stat.S_IMODE((tmp_path / SALT_FILE).stat().st_mode) == 0o600
+    other = tmp_path / "other"
+    other.mkdir()
+    assert check_salt(other) != salt  # another run, another secret
+    (tmp_path / SALT_FILE).write_text("0" * 63 + "\n")
+    with pytest.raises(ValueError, match="not a check salt"):
+        check_salt(tmp_path)
+
+
+def test_a_units_check_seed_is_wide_and_needs_the_salt():
+    from upskills.lift.evaluate import verdict_seed
+    from upskills.verify.verifier import SEED_BITS
+
+    a, b = "a" * 64, "b" * 64
+    seeds = {verdict_seed(a, 0, f"case/{i:04x}") for i in range(64)}
+    assert len(seeds) == 64 and max(seeds) >= 2**31 and max(seeds) < 2**SEED_BITS
+    assert verdict_seed(a, 0, "case/k") == verdict_seed(a, 0, "case/k")
+    assert verdict_seed(b, 0, "case/k") != verdict_seed(a, 0, "case/k")  # run seed 0 alone: no

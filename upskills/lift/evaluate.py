@@ -31,16 +31,51 @@ if TYPE_CHECKING:
     from upskills.verify.verifier import Verifier
 
 
-def verdict_seed(run_seed: int, key: str) -> int:
-    """The check seed of one evaluation unit: fixed by the run's seed and the unit's key.
+SALT_FILE = "check_salt"
+"""The run folder's secret for its check seeds (:func:`check_salt`)."""
 
-    Every check still draws its own inputs and random shape from it, but a resumed or re-run
-    evaluation judges each kernel exactly as the first run did (the seed is in each Verdict).
+
+def check_salt(run_dir: Path) -> str:
+    """The run's secret salt for its check seeds: drawn by its first evaluation, then kept.
+
+    Seeds from the run's seed and a unit's key alone could be worked out by a candidate that
+    knows how its run was started (the seed's default is 0), and with the check's seed it
+    knows every input the check will draw (``verifier.md``, "Foreseeing the check's inputs
+    from its seed"). The salt is kept in the folder, so a resumed or copied run judges a
+    unit as the first evaluation would have.
+    """
+    import os
+    import secrets
+
+    path = run_dir / SALT_FILE
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except FileExistsError:
+        salt = path.read_text(encoding="utf-8").strip()
+        if len(salt) != 64 or any(c not in "0123456789abcdef" for c in salt):
+            raise ValueError(
+                f"{path} is not a check salt (64 hex digits); remove it to draw a new one "
+                "(the kernels not yet judged then get other seeds)"
+            ) from None
+        return salt
+    salt = secrets.token_hex(32)
+    with os.fdopen(fd, "w", encoding="utf-8") as f:
+        f.write(salt + "\n")
+    return salt
+
+
+def verdict_seed(salt: str, run_seed: int, key: str) -> int:
+    """The check seed of one evaluation unit: the run's salt, the run's seed and the unit's key.
+
+    Every check still draws its own inputs and random shape from it; the seed is in each
+    Verdict, so ``upskills check --seed`` replays a verdict.
     """
     import hashlib
 
-    digest = hashlib.sha256(f"{run_seed}:{key}".encode()).digest()
-    return int.from_bytes(digest[:4], "big") & 0x7FFFFFFF
+    from upskills.verify.verifier import SEED_BITS
+
+    digest = hashlib.sha256(f"{salt}:{run_seed}:{key}".encode()).digest()
+    return int.from_bytes(digest[:8], "big") & ((1 << SEED_BITS) - 1)
 
 
 class CaseChecker:
@@ -176,6 +211,7 @@ def evaluate_with(run_dir: Path, kind: str, executor: Executor, progress: bool =
     # infrastructure errors are not judged: they stay pending until a resume regenerates them
     todo = [g for g in gens if g.key not in done and g.error is None]
     checker = CaseChecker(manifest.config, kind)
+    salt = check_salt(run_dir) if todo else ""
     bar = _bar(len(todo), f"evaluate ({kind}, {executor.name})", progress)
     waiting: dict[str, list[GenerationRecord]] = {}
     units: list[WorkUnit] = []
@@ -197,7 +233,7 @@ def evaluate_with(run_dir: Path, kind: str, executor: Executor, progress: bool =
                             task=case.task_def,
                             candidate=gen.kernel_source,
                             options=checker.options(case).model_copy(
-                                update={"seed": verdict_seed(checker.config.seed, unit_key)}
+                                update={"seed": verdict_seed(salt, checker.config.seed, unit_key)}
                             ),
                         )
                     )
