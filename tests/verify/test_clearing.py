@@ -207,3 +207,26 @@ def test_after_the_wait_a_memory_bound_kernel_runs_at_its_warm_speed():
         f"{torch.cuda.get_device_name()}: warm {warm:.4f} ms; after 16 GiB given back, "
         f"with the wait {waited}, without it {unwaited}"
     )
+
+
+@pytest.mark.gpu
+def test_the_judges_clock_reads_a_large_kernels_calls_not_the_wait_before_them(add_task):
+    """A 128M-element add (1.5 GB a call): the judge's cache and the candidate's are given back
+    around the timed requests and the judge waits for the driver before each. The clock check
+    must still read the calls: the first version of that wait sat inside the calibrated wall
+    and the judge's clock read 0 ms per call (an H100 re-check, forty-second session)."""
+    from tests.verify.conftest import GOOD_ADD
+    from upskills.tasks.model import ShapeVariant
+    from upskills.verify.options import CheckOptions
+    from upskills.verify.verifier import Verifier
+
+    huge = add_task.model_copy(
+        update={"variants": [ShapeVariant(name="main", main=True, globals={"N": 1 << 27})]}
+    )
+    with Verifier("cuda", CheckOptions(seeds=2, timeout_s=300, baselines=False)) as verifier:
+        verdict = verifier.check(huge, GOOD_ADD)
+    assert verdict.passed and verdict.timing is not None, verdict.message
+    median, clock = verdict.timing.median_ms, verdict.timing.clock_ms
+    print(f"median {median:.4f} ms, clock {clock} ms, stages {verdict.stage_seconds}")
+    assert clock is not None and 0.5 * median <= clock <= 1.5 * median
+    assert verdict.stage_seconds.get("clearing_wait", 0.0) > 0  # memory was given back
