@@ -12,7 +12,7 @@ from typing import Any, cast
 
 from upskills.verify.fingerprint import PROJECTIONS, fingerprints
 from upskills.verify.guards import OpLog, make_op_recorder
-from upskills.verify.judge_memory import release_memory
+from upskills.verify.judge_memory import give_back_cache
 from upskills.verify.modes import check_modes_left, collect_garbage, mode_depths
 from upskills.verify.perturb import perturb_inputs
 from upskills.verify.protocol import Bulk, BulkDone, TensorHandle, TimeDone, TimeRun
@@ -236,7 +236,7 @@ class TimingRequests:
         work.clear()
         last.clear()
         prints.clear()
-        done.released_bytes = release_memory(self.device)
+        done.released_bytes = give_back_cache(self.device)
         return done
 
     def _timing_failure(self, exc: Exception) -> StageFailure:
@@ -262,7 +262,7 @@ class TimingRequests:
             raise
         except Exception as exc:  # noqa: BLE001 - a failure while timing
             raise self._timing_failure(exc) from exc
-        done.released_bytes = release_memory(self.device)  # as after the timed calls
+        done.released_bytes = give_back_cache(self.device)  # as after the timed calls
         return done
 
     def _plain_bulk(self, req: Bulk) -> BulkDone:

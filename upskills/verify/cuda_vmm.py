@@ -98,10 +98,12 @@ class Mapping:
     memory the judge exported). The tensor views from :meth:`tensor` must not outlive it.
     """
 
-    def __init__(self, handle: int, size: int, device: int) -> None:
+    def __init__(self, handle: int, size: int, device: int, owner: bool = False) -> None:
         self.handle = handle
         self.size = size
         self.device = device
+        self.owner = owner
+        """Made here (:meth:`create`): closing it gives the memory back to the driver."""
         self.ptr = 0
         ptr = ctypes.c_ulonglong()
         zero = ctypes.c_ulonglong(0)
@@ -131,7 +133,7 @@ class Mapping:
             ctypes.byref(_prop(device)),
             ctypes.c_ulonglong(0),
         )
-        return cls(int(handle.value), size, device)
+        return cls(int(handle.value), size, device, owner=True)
 
     @classmethod
     def open(cls, fd: int, size: int, device: int) -> Mapping:
@@ -175,7 +177,8 @@ class Mapping:
         if self.handle:
             handle, self.handle = self.handle, 0
             _call("cuMemRelease", ctypes.c_ulonglong(handle))
-            given_back(self.size)  # the driver clears it once no process maps it
+            if self.owner:  # the judge's; a candidate's mapping of it gives nothing back
+                given_back(self.size)  # the driver clears it once no process maps it
 
     def __del__(self) -> None:
         try:

@@ -21,13 +21,13 @@ if TYPE_CHECKING:
 GIB = 2**30
 
 
-def release_memory(device: str, force: bool = False) -> int:
-    """Give GPU memory the process no longer uses back to the device; the bytes given back.
+def give_back_cache(device: str, force: bool = False) -> int:
+    """Give the caching allocator's unused GPU memory back to the driver; the bytes given back.
 
     Done when more than 1 GiB sits cached (after large trials, the timing sets' building, the
-    candidate's timed calls), and always with ``force`` (before timing). A no-op off CUDA.
-    What is given back is counted (:func:`~upskills.verify.clearing.given_back`): the late
-    trial waits for the driver.
+    candidate's timed calls), and always with ``force``. A no-op off CUDA. Counts nothing: the
+    candidate's process calls this one, and nothing it runs after its timed calls may go
+    through state outside the library snapshot's watch (:mod:`~.library_snapshot`).
     """
     if not device.startswith("cuda"):
         return 0
@@ -39,7 +39,16 @@ def release_memory(device: str, force: bool = False) -> int:
     torch.cuda.synchronize()
     torch.cuda.ipc_collect()
     torch.cuda.empty_cache()
-    freed = reserved - torch.cuda.memory_reserved()
+    return reserved - torch.cuda.memory_reserved()
+
+
+def release_memory(device: str, force: bool = False) -> int:
+    """The judge's :func:`give_back_cache`, counted for the driver's wait.
+
+    Its timed requests and late trial wait (:func:`settle`) until what was counted
+    (:func:`~upskills.verify.clearing.given_back`) could have been cleared.
+    """
+    freed = give_back_cache(device, force)
     given_back(freed)  # the driver clears it meanwhile
     return freed
 
@@ -59,6 +68,15 @@ def memory_note() -> str:
     )
 
 
+def settle(judge: Judge, force: bool = False) -> None:
+    """Give the judge's cache back and wait for the driver to clear what was given back.
+
+    Before the candidate is timed or watched: the wait is the stage ``clearing_wait``.
+    """
+    release_memory(judge.device, force)
+    judge.clock.add("clearing_wait", wait_until_cleared())
+
+
 def ask_timed(judge: Judge, message: TimeRun | Bulk) -> tuple[Any, float]:
     """Ask for timed calls with room made for them and the driver done clearing memory.
 
@@ -74,8 +92,7 @@ def ask_timed(judge: Judge, message: TimeRun | Bulk) -> tuple[Any, float]:
     process after answering, ``released_bytes``), and the judge waits for the driver to clear
     what was given back (:mod:`~upskills.verify.clearing`) before the calls are timed.
     """
-    release_memory(judge.device)
-    judge.clock.add("clearing_wait", wait_until_cleared())
+    settle(judge)
     start = time.monotonic()
     reply = judge.ask(message)
     ms = (time.monotonic() - start) * 1000.0

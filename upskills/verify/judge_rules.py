@@ -205,11 +205,9 @@ def late_trial(judge: Judge, prepared: Prepared) -> VariantResult:
     driver could have cleared the memory the judge gave back (:mod:`~upskills.verify.clearing`;
     the stage ``clearing_wait``): inside that window a memory-bound kernel runs 10-14% slower.
     """
-    from upskills.verify.clearing import wait_until_cleared
-    from upskills.verify.judge_memory import release_memory
+    from upskills.verify.judge_memory import settle
 
-    release_memory(judge.device, force=True)
-    judge.clock.add("clearing_wait", wait_until_cleared())
+    settle(judge, force=True)
     result = judge.trial(prepared, judge.job.seeds, "normal", {}, late=True)
     if not result.passed:
         raise StageFailure(

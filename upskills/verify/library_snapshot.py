@@ -77,6 +77,10 @@ _OWN_MODULES = (
     "upskills.verify.modes",
     "upskills.verify.dispatch_table",
     "upskills.verify.host_memory",
+    # run by the candidate's process around its timed calls: giving its cache back after them,
+    # unmapping the judge's buffers (forty-second session's review)
+    "upskills.verify.judge_memory",
+    "upskills.verify.cuda_vmm",
 )
 _OWN_CLASSES = (
     ("upskills.verify.candidate_host", "CandidateHost"),
