@@ -1691,6 +1691,79 @@ def test_a_thread_started_by_any_entry_point_is_caught(
     assert not verdict.passed and verdict.guard == "threads", verdict.message
 
 
+# Found in the forty-third session: the census left out a thread whose target lived in
+# ``torch`` or ``triton``, so a thread started at import through a torch function that calls
+# back (``torch.utils._pytree.tree_map``) served the candidate's own loop out of sight. It
+# filled the output with ``torch.add`` for a forward that launched one block, and passed.
+THREAD_AT_IMPORT_BEHIND_A_TORCH_TARGET = GOOD_ADD.replace(
+    "import triton\n",
+    """import triton
+import threading
+import torch.utils._pytree as _pytree
+
+_jobs = []
+_done = []
+
+
+def _serve(_leaf):
+    while True:
+        if _jobs:
+            x, y, out = _jobs.pop()
+            torch.add(x, y, out=out)
+            _done.append(1)
+
+
+threading.Thread(target=_pytree.tree_map, args=(_serve, 0), daemon=True).start()
+""",
+    1,
+).replace(
+    "        add_kernel[(triton.cdiv(n, 1024),)](x, y, out, n, BLOCK=1024)\n",
+    """        add_kernel[(1,)](x, y, out, 1, BLOCK=1024)
+        _done.clear()
+        _jobs.append((x, y, out))
+        while not _done:
+            pass
+""",
+)
+
+
+def test_a_thread_started_at_import_behind_a_torch_target_is_caught(
+    add_task, cpu_verifier, runtime_guards_only
+):
+    source = THREAD_AT_IMPORT_BEHIND_A_TORCH_TARGET
+    assert "tree_map, args=(_serve" in source and "add_kernel[(1,)]" in source
+    verdict = cpu_verifier.check(add_task, source)
+    assert not verdict.passed and verdict.guard == "threads", verdict.message
+    assert "alive since the candidate's import" in verdict.message, verdict.message
+
+
+def test_a_thread_whose_target_is_a_library_function_is_in_the_census():
+    """The census counts a thread by being alive, not by where its target lives."""
+    import threading
+
+    import torch.utils._pytree as pytree
+
+    from upskills.verify.library_snapshot import live_threads
+
+    before = live_threads()
+    hold, started = threading.Lock(), threading.Event()
+    hold.acquire()
+
+    def wait(_leaf: object) -> None:
+        started.set()
+        with hold:
+            pass
+
+    thread = threading.Thread(target=pytree.tree_map, args=(wait, 0), daemon=True)
+    thread.start()
+    started.wait(10)
+    try:
+        assert live_threads() - before == {thread.ident}
+    finally:
+        hold.release()
+        thread.join(10)
+
+
 def test_a_thread_threading_does_not_know_is_still_counted_alive():
     """``live_threads`` reads the interpreter's frames per thread: a thread started through
     ``_thread`` is not in ``threading.enumerate()`` but runs Python frames."""

@@ -15,6 +15,7 @@ import pytest
 from upskills.verify import timing
 from upskills.verify.candidate_timing import TimingRequests
 from upskills.verify.guards import LaunchCounter
+from upskills.verify.library_snapshot import live_threads, threads_since
 from upskills.verify.modes import mode_depths
 from upskills.verify.protocol import Scalar, TimeRun
 from upskills.verify.verdict import VerdictStage
@@ -25,11 +26,14 @@ class _Host(TimingRequests):
     """The timing mixin with a real launch counter and a model never called."""
 
     path = display = "candidate.py"
+    device = "cpu"
     model = graph = None
 
     def __init__(self) -> None:
         self.counter = LaunchCounter()
-        self.watch = SimpleNamespace(counter=self.counter, modes=mode_depths())
+        self.watch = SimpleNamespace(
+            counter=self.counter, modes=mode_depths(), thread_starts=0, threads=live_threads()
+        )
 
     def _sync(self) -> None:
         return None
@@ -146,3 +150,88 @@ def test_a_forward_failing_in_back_to_back_calls_is_the_candidates_failure(monke
     assert "OutOfMemoryError: CUDA out of memory. Tried to allocate 512.00 MiB" in (
         failure.value.message
     )
+
+
+@pytest.mark.usefixtures("collector_off")
+@pytest.mark.timeout(0)  # pytest-timeout's interval timer would read as the candidate's own
+@pytest.mark.parametrize("perturb", [[], [7]], ids=["plain", "audited"])
+def test_a_thread_a_timed_forward_leaves_running_is_in_the_reply(monkeypatch, perturb):
+    """The clock check's reply counts the threads alive beyond the census taken before the
+    import (and those the watch saw start, ``thread_starts``): the judge refuses any."""
+    import threading
+
+    import torch
+
+    from upskills.verify.protocol import Bulk
+
+    monkeypatch.setattr(torch.cuda, "synchronize", lambda *a, **k: None)
+    monkeypatch.setattr(torch.cuda, "Event", _Event)
+    host = _Host()
+    hold = threading.Event()
+    started: list[threading.Thread] = []
+
+    def forward(x: Any) -> Any:
+        if not started:
+            started.append(threading.Thread(target=hold.wait, args=(10,), daemon=True))
+            started[0].start()
+        return torch.ones(4)
+
+    host.model = forward
+    try:
+        done = host.bulk(Bulk(calls=3, inputs=[Scalar(value=1.0)], outputs=[], perturb=perturb))
+        assert done.threads == 1
+        host.watch.thread_starts += 2  # as the watch's wrapper counts two started and ended
+        assert threads_since(host.watch, 0) == 3
+    finally:
+        hold.set()
+        started[0].join(10)
+    assert host.bulk(Bulk(calls=3, inputs=[Scalar(value=1.0)], outputs=[])).threads == 0
+
+
+def test_every_way_to_start_a_thread_is_counted_whenever_it_starts():
+    """``wrap_thread_starts`` counts each start once, in a trial (``active``) or not; run in a
+    child process, since it wraps ``threading`` for good."""
+    import subprocess
+    import sys
+
+    code = """
+import _thread, threading, time
+from types import SimpleNamespace
+from upskills.verify.library_snapshot import wrap_thread_starts
+w = SimpleNamespace(thread_starts=0, threads_started=0, active=False)
+wrap_thread_starts(w)
+t = threading.Thread(target=lambda: None); t.start(); t.join()
+_thread.start_new_thread(lambda: None, ())
+threading._start_new_thread(lambda: None, ())
+w.active = True
+t = threading.Thread(target=lambda: None); t.start(); t.join()
+time.sleep(0.2)
+print(w.thread_starts, w.threads_started)
+"""
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True
+    )
+    assert out.stdout.split() == ["4", "1"], out.stdout + out.stderr
+
+
+@pytest.mark.usefixtures("collector_off")
+@pytest.mark.timeout(0)  # pytest-timeout's interval timer would read as the candidate's own
+def test_the_calibration_runs_no_finalizer_of_the_candidates(monkeypatch):
+    """The judge takes the calibration's time off the audited calls': a finalizer that ran in
+    it (a sleeping ``__del__`` left by the last calls) would make the calls read faster. It
+    runs in the timed pass's collector pass instead, where it can only make them slower."""
+    import torch
+
+    from upskills.verify.protocol import Bulk
+
+    monkeypatch.setattr(torch.cuda, "synchronize", lambda *a, **k: None)
+    monkeypatch.setattr(torch.cuda, "Event", _Event)
+    host = _Host()
+    host.model = lambda x: torch.ones(4)
+    freed: list[str] = []
+    _Work(lambda: freed.append("finalizer"))
+    req = Bulk(calls=2, inputs=[Scalar(value=1.0)], outputs=[], perturb=[7], calibrate=True)
+    host.bulk(req)
+    assert freed == []
+    host.bulk(req.model_copy(update={"calibrate": False}))
+    assert freed == ["finalizer"]

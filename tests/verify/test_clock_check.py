@@ -19,9 +19,12 @@ class FakeJudge:
     """Answers Ping at once and Bulk after ``delays_ms`` (one per bulk, in order) plus the
     calls' claimed time; the outputs land right."""
 
-    def __init__(self, per_call_ms: float, delays_ms: list[float], released: int = 0) -> None:
+    def __init__(
+        self, per_call_ms: float, delays_ms: list[float], released: int = 0, threads: int = 0
+    ) -> None:
         self.per_call_ms = per_call_ms
         self.released = released
+        self.threads = threads
         self.delays_ms = list(delays_ms)
         self.bulks = 0
         self.clock = SimpleNamespace(add=lambda *_: None)
@@ -43,6 +46,7 @@ class FakeJudge:
             event_ms=self.per_call_ms * message.calls,
             launches=message.calls,
             released_bytes=self.released,
+            threads=self.threads,
         )
 
 
@@ -82,6 +86,17 @@ def test_the_wait_for_memory_the_candidate_gave_back_is_not_on_the_judges_clock(
     _run(judge, 3.0)
     assert judge.bulks == 2 and time.monotonic() - t0 >= 0.15
     assert any("clock check repeated" in n for n in judge.result.notes), judge.result.notes
+
+
+def test_a_thread_beside_the_back_to_back_calls_is_refused() -> None:
+    """A thread started while timed, or alive since the import, could slow the audited check's
+    calibration pass alone and shrink the judge's estimate of the calls: the reply's count
+    refuses the check whatever the clock reads (here it agrees with the events)."""
+    judge = FakeJudge(per_call_ms=3.0, delays_ms=[], threads=1)
+    with pytest.raises(StageFailure) as failure:
+        _run(judge, 3.0)
+    assert failure.value.guard == "threads" and judge.bulks == 1
+    assert "1 thread(s) started while timed" in failure.value.message
 
 
 def test_events_that_under_report_every_time_are_a_timing_verdict() -> None:

@@ -35,7 +35,7 @@ from upskills.verify.host_memory import HELD_PINNED_LIMIT, held_pinned_bytes
 from upskills.verify.host_reads import wrap_host_reads
 from upskills.verify.interface import mismatch, signature_problem
 from upskills.verify.judge_rules import host_fallback, python_fallback
-from upskills.verify.library_snapshot import LibrarySnapshot, live_threads
+from upskills.verify.library_snapshot import LibrarySnapshot, live_threads, wrap_thread_starts
 from upskills.verify.modes import (
     check_modes_left,
     mode_depths,
@@ -84,9 +84,6 @@ from upskills.verify.worker import (
 CONNECT_TIMEOUT_S = 60.0
 """How long the candidate's process waits for the judge to listen."""
 
-THREAD_STARTERS = ("start_new_thread", "start_new", "start_joinable_thread")
-"""``_thread``'s functions that start an OS thread (the last on Python 3.13+)."""
-
 
 def _failure(exc: StageFailure) -> Failure:
     return Failure(
@@ -132,10 +129,11 @@ class _Watch:
         self.counter = LaunchCounter()
         self.counter.install()
         self.scalars = 0
-        self.threads_started = 0
+        self.threads_started = 0  # while forward runs in a trial
+        self.thread_starts = 0  # since the watch began, whenever (the timed requests' count)
         self.active = False
         wrap_host_reads(self)  # tensor data read into Python, counted (guard (b))
-        self._wrap_threads()
+        wrap_thread_starts(self)
         dispatch_table.record_registrations()  # before the snapshot, which watches the wrappers
         self.snapshot = LibrarySnapshot()
         self.threads = live_threads()
@@ -149,51 +147,6 @@ class _Watch:
             sys.addaudithook(refuse_audit_hooks)  # no later hook is added (none can be removed)
             _INSTALLED.append(refuse_audit_hooks)
         self.dispatch = dispatch_table.snapshot()  # last: the kernels before the candidate's
-
-    def _wrap_threads(self) -> None:
-        """Count every thread started while forward runs, by each way the interpreter starts one.
-
-        ``threading.Thread.start`` and, beneath it, every entry point that starts an OS thread:
-        ``_thread.start_new_thread``, its old alias ``_thread.start_new``, ``threading``'s own
-        reference ``threading._start_new_thread`` (bound when ``threading`` was imported, so
-        replacing ``_thread``'s attribute does not reach it) and, on Python 3.13+, the joinable
-        forms. Until 2026-12-04 only the first two were wrapped, and a thread started through
-        ``threading._start_new_thread`` ran ``torch.add`` into the output unseen (its ops escape
-        the op recorder: modes are per thread) and passed every CPU trial.
-        """
-        import _thread
-        import threading
-
-        watch = self
-        start = threading.Thread.start
-        inside = threading.local()  # Thread.start counts once, not again beneath
-
-        def thread_start(self: Any) -> Any:
-            if watch.active:
-                watch.threads_started += 1
-            inside.start = True
-            try:
-                return start(self)
-            finally:
-                inside.start = False
-
-        def counted(raw: Any) -> Any:
-            def start_thread(*args: Any, **kwargs: Any) -> Any:
-                if watch.active and not getattr(inside, "start", False):
-                    watch.threads_started += 1
-                return raw(*args, **kwargs)
-
-            return start_thread
-
-        threading.Thread.start = thread_start  # type: ignore[method-assign]
-        for module, names in (
-            (_thread, THREAD_STARTERS),
-            (threading, ("_start_new_thread", "_start_joinable_thread")),
-        ):
-            for name in names:
-                raw = getattr(module, name, None)
-                if raw is not None:
-                    setattr(module, name, counted(raw))
 
     def library_changes(self, dispatch: bool = False) -> list[str]:
         """Library functions replaced since the snapshot, and a changed default dtype.

@@ -13,6 +13,7 @@ from typing import Any, cast
 from upskills.verify.fingerprint import PROJECTIONS, fingerprints
 from upskills.verify.guards import OpLog, make_op_recorder
 from upskills.verify.judge_memory import give_back_cache
+from upskills.verify.library_snapshot import threads_since
 from upskills.verify.modes import check_modes_left, collect_garbage, mode_depths
 from upskills.verify.perturb import perturb_inputs
 from upskills.verify.protocol import Bulk, BulkDone, TensorHandle, TimeDone, TimeRun
@@ -168,6 +169,7 @@ class TimingRequests:
         from upskills.verify.timing import time_cuda
 
         self._collect(VerdictStage.TIMING)
+        mark = self.watch.thread_starts
         sets = [import_args(s) for s in req.input_sets]
         work = [clone_tree(v) for v in sets[0]]
         order = req.order
@@ -225,6 +227,7 @@ class TimingRequests:
             picks=picks,
             launches=self.watch.counter.state.launches - before,
             library_changes=self.watch.library_changes(),
+            threads=threads_since(self.watch, mark),
             fingerprints=_to_lists(prints),
             late_calls=timed.late_calls,
             head_start_x=timed.head_start_x,
@@ -254,15 +257,18 @@ class TimingRequests:
         timed calls (the thirty-third session's H100 run lost two cheats' out-of-memory errors
         to a bare "exited with status 70" before).
         """
+        mark = self.watch.thread_starts
         if req.graph:
-            return self._graph_bulk(req)
-        try:
-            done = self._audited_bulk(req) if req.perturb else self._plain_bulk(req)
-        except StageFailure:  # a guard of the timed path (load, _forward): its own verdict
-            raise
-        except Exception as exc:  # noqa: BLE001 - a failure while timing
-            raise self._timing_failure(exc) from exc
-        done.released_bytes = give_back_cache(self.device)  # as after the timed calls
+            done = self._graph_bulk(req)
+        else:
+            try:
+                done = self._audited_bulk(req) if req.perturb else self._plain_bulk(req)
+            except StageFailure:  # a guard of the timed path (load, _forward): its own verdict
+                raise
+            except Exception as exc:  # noqa: BLE001 - a failure while timing
+                raise self._timing_failure(exc) from exc
+            done.released_bytes = give_back_cache(self.device)  # as after the timed calls
+        done.threads = threads_since(self.watch, mark)
         return done
 
     def _plain_bulk(self, req: Bulk) -> BulkDone:
@@ -295,11 +301,16 @@ class TimingRequests:
         """Back-to-back calls, each on its own perturbed copy of the inputs, each fingerprinted.
 
         No call is landed, so none is one the forward could compute alone: the judge verifies
-        calls it draws after the reply. ``calibrate`` runs the same loop without ``forward``.
+        calls it draws after the reply. ``calibrate`` runs the same loop without ``forward``,
+        and without the collector pass before it: the judge takes the calibration's time off
+        the calls', and a pass there ran the finalizers of the garbage the last calls left (a
+        ``__del__`` that sleeps), which made the calls read faster by as much. Left for the
+        timed pass's own collector pass, that garbage can only make them read slower.
         """
         import torch
 
-        self._collect(VerdictStage.TIMING)
+        if not req.calibrate:  # no collector pass in the calibration: below
+            self._collect(VerdictStage.TIMING)
         inputs = import_args(req.inputs)
         work = [clone_tree(v) for v in inputs]
         seed = req.fingerprint_seed if req.fingerprint_seed is not None else 0

@@ -98,4 +98,8 @@ def ask_timed(judge: Judge, message: TimeRun | Bulk) -> tuple[Any, float]:
     ms = (time.monotonic() - start) * 1000.0
     if isinstance(reply, TimeDone | BulkDone):
         given_back(max(0, reply.released_bytes))
+        if reply.failure is None and reply.threads:
+            from upskills.verify.judge_rules import timed_threads  # the judge's side alone
+
+            raise timed_threads(judge.job.display, reply.threads)
     return reply, ms

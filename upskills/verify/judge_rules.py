@@ -83,6 +83,24 @@ def host_fallback(count: int, display: str, how: str) -> StageFailure:
     )
 
 
+def timed_threads(display: str, count: int) -> StageFailure:
+    """Guard ``threads`` on a timed request: threads started while timed, or alive since import.
+
+    ``count`` threads started while timed or alive beyond the census taken before the
+    candidate's import. Trials refuse a forward's threads; the timed calls and the clock check
+    count them too, so no thread runs beside the calls the judge times (one could slow the
+    clock check's calibration pass alone, which no forward runs in, and shrink the judge's
+    estimate).
+    """
+    return StageFailure(
+        ErrorClass.GUARD,
+        VerdictStage.TIMING,
+        f"{display}: guard (d) {count} thread(s) started while timed or alive since the "
+        "candidate's import; threads escape the op recorder and the timed stream",
+        guard="threads",
+    )
+
+
 def check_guards(reply: TrialDone, ref_work: set[str], where: str, display: str) -> None:
     """Run-time guards on what the candidate's process reported about one call."""
 
@@ -103,8 +121,8 @@ def check_guards(reply: TrialDone, ref_work: set[str], where: str, display: str)
     if reply.threads_started:
         raise fire(
             "threads",
-            f"forward started {reply.threads_started} thread(s); threads escape the op "
-            "recorder and the timed stream",
+            f"{reply.threads_started} thread(s) started by forward or alive since the "
+            "candidate's import; threads escape the op recorder and the timed stream",
         )
     if reply.launches == 0:
         raise fire(

@@ -4,8 +4,9 @@
 ``torch.nn.Module``, ``torch.cuda``, ``time``, ``builtins``, ``threading``, the dispatcher's
 handle class and the verifier's own modules in the candidate's process (its loader, timer,
 input perturbation, transport); a changed one (a patched timer, ``synchronize``, comparison or
-perturbation) fails guard (d). :func:`live_threads` tells the candidate's threads from the
-libraries'. Split from :mod:`upskills.verify.guards` (2026-12-03) when that passed 600 lines.
+perturbation) fails guard (d). :func:`live_threads` is the census of threads, taken before the
+import, that the candidate must not add to. Split from :mod:`upskills.verify.guards`
+(2026-12-03) when that passed 600 lines.
 """
 
 from __future__ import annotations
@@ -187,25 +188,85 @@ def _shadowing(name: str, cls: type, new: set[str]) -> list[str]:
     return out
 
 
-_LIBRARY_THREADS = ("torch", "triton")
-"""Threads whose target lives in these packages belong to the libraries, not the candidate."""
-
-
 def live_threads() -> set[int]:
-    """Idents of the Python threads alive now (library-owned threads left out).
+    """Idents of the Python threads alive now, whoever started them and whatever they run.
 
     ``threading`` knows only the threads it started; one started through ``_thread`` runs
-    Python frames all the same, so the interpreter's frames per thread are read too.
+    Python frames all the same, so the interpreter's frames per thread are read too. Until
+    2026-12-06 a thread whose target lived in ``torch`` or ``triton`` was left out as the
+    libraries': a thread started at import with ``torch.utils._pytree.tree_map`` as its target
+    ran the candidate's own loop, filled the output with ``torch.add`` out of the op recorder's
+    sight and passed every trial. The census is taken before the candidate's import, so a
+    library thread that was already alive is in it; none of the libraries a candidate may use
+    starts one of its own on the paths a kernel takes.
     """
-    idents: set[int] = set()
-    known: set[int] = set()
-    for thread in threading.enumerate():
-        if thread.ident is not None:
-            known.add(thread.ident)
-        target = getattr(thread, "_target", None)
-        module = getattr(target, "__module__", None) or ""
-        if thread.ident is None or module.split(".")[0] in _LIBRARY_THREADS:
-            continue
-        idents.add(thread.ident)
+    idents = {t.ident for t in threading.enumerate() if t.ident is not None}
     frames = sys._current_frames()  # pyright: ignore[reportPrivateUsage] - the only census
-    return idents | (set(frames) - known)
+    return idents | set(frames)
+
+
+THREAD_STARTERS = ("start_new_thread", "start_new", "start_joinable_thread")
+"""``_thread``'s functions that start an OS thread (the last on Python 3.13+)."""
+
+
+def wrap_thread_starts(watch: Any) -> None:
+    """Count every thread started, by each way the interpreter starts one.
+
+    ``watch.thread_starts`` counts them all from now on (the timed requests report the ones
+    started while they ran, :func:`threads_since`), ``watch.threads_started`` those started
+    while ``watch.active`` (forward in a trial). ``threading.Thread.start`` and, beneath it,
+    every entry point that starts an OS thread: ``_thread.start_new_thread``, its old alias
+    ``_thread.start_new``, ``threading``'s own reference ``threading._start_new_thread`` (bound
+    when ``threading`` was imported, so replacing ``_thread``'s attribute does not reach it)
+    and, on Python 3.13+, the joinable forms. Until 2026-12-04 only the first two were wrapped,
+    and a thread started through ``threading._start_new_thread`` ran ``torch.add`` into the
+    output unseen (its ops escape the op recorder: modes are per thread) and passed every CPU
+    trial.
+    """
+    import _thread
+
+    start = threading.Thread.start
+    inside = threading.local()  # Thread.start counts once, not again beneath
+
+    def count() -> None:
+        watch.thread_starts += 1
+        if watch.active:
+            watch.threads_started += 1
+
+    def thread_start(self: Any) -> Any:
+        count()
+        inside.start = True
+        try:
+            return start(self)
+        finally:
+            inside.start = False
+
+    def counted(raw: Any) -> Any:
+        def start_thread(*args: Any, **kwargs: Any) -> Any:
+            if not getattr(inside, "start", False):
+                count()
+            return raw(*args, **kwargs)
+
+        return start_thread
+
+    threading.Thread.start = thread_start  # type: ignore[method-assign]
+    for module, names in (
+        (_thread, THREAD_STARTERS),
+        (threading, ("_start_new_thread", "_start_joinable_thread")),
+    ):
+        for name in names:
+            raw = getattr(module, name, None)
+            if raw is not None:
+                setattr(module, name, counted(raw))
+
+
+def threads_since(watch: Any, mark: int) -> int:
+    """A timed request's count of threads: started since ``mark``, or alive since the import.
+
+    Those started since ``watch.thread_starts`` read ``mark``, and those alive beyond the
+    census taken before the candidate's import (``watch.threads``). Trials refuse a forward's
+    threads; a forward timed may start one as well (the watch is not active there), and one
+    alive through the clock check's calibration could slow that pass alone and so shrink the
+    judge's estimate of the calls (``verifier.md``).
+    """
+    return watch.thread_starts - mark + len(live_threads() - watch.threads)

@@ -325,6 +325,9 @@ class TimeDone(_Message):
     """Input set of each kept output (oldest first)."""
     launches: int = 0
     library_changes: list[str] = Field(default_factory=list)
+    threads: int = 0
+    """Threads started while timed, or alive beyond the census before the candidate's import
+    (:func:`~upskills.verify.library_snapshot.threads_since`); any refuses the check."""
     fingerprints: list[list[float]] = Field(default_factory=list[list[float]])
     """With ``TimeRun.fingerprint_seed``: one list per timed call, one value per output tensor."""
     late_calls: int | None = None
@@ -353,6 +356,8 @@ class BulkDone(_Message):
     """With ``Bulk.perturb``: one list per call (``PROJECTIONS`` values per output tensor)."""
     released_bytes: int = 0
     """GPU memory the candidate's process gave back after them (``TimeDone.released_bytes``)."""
+    threads: int = 0
+    """As ``TimeDone.threads``: the calibration pass included."""
 
 
 Reply = Annotated[Hello | Ack | TrialDone | TimeDone | BulkDone, Field(discriminator="op")]
