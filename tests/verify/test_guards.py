@@ -131,6 +131,70 @@ class ModelNew(nn.Module):
     assert "aten.add" in v.message
 
 
+# Found in the forty-third session: a grid made of C-level callables leaves no Python frame of
+# the candidate's inside the launch, so the walk up the stack found only Triton's and the
+# verifier's, and every op the grid ran was the launcher's. Each passed the CPU verifier with
+# the static check on.
+C_LEVEL_GRID = (
+    KERNEL_PRELUDE.replace(
+        "import torch\n", "import functools\nimport itertools\nimport operator\nimport torch\n", 1
+    )
+    + """
+def c_level_grid(work):
+    \"\"\"Each call: ``work``'s next item computed, then ``(1,)``; no Python frame of its own.\"\"\"
+    return functools.partial(next, map(operator.itemgetter(0), zip(itertools.repeat((1,)), work)))
+
+
+class ModelNew(nn.Module):
+    def forward(self, *args):
+        WORK
+        touch_kernel[c_level_grid(work)](out, 16, BLOCK=16)
+        return out
+"""
+)
+
+
+def test_b_compute_op_in_a_grid_of_c_level_callables(cpu_verifier, add_task):
+    cheat = C_LEVEL_GRID.replace(
+        "WORK",
+        "x, y = args\n        out = torch.empty_like(x)\n"
+        "        work = map(out.copy_, itertools.starmap(torch.add, itertools.repeat((x, y))))",
+    )
+    v = cpu_verifier.check(add_task, cheat)
+    assert not v.passed and v.guard == "torch_compute", v.message
+    assert "aten.add" in v.message
+
+
+def test_b_copy_task_done_with_a_copy_in_a_grid_of_c_level_callables(cpu_verifier, transpose_task):
+    """The same grid doing a transpose task's work with a copy: a copy inside a launch may be
+    the interpreter's own, but not one made inside the candidate's grid."""
+    cheat = C_LEVEL_GRID.replace(
+        "WORK",
+        "(x,) = args\n        out = torch.empty(x.shape[1], x.shape[0], dtype=x.dtype)\n"
+        "        work = map(out.copy_, map(torch.t, itertools.repeat(x)))",
+    )
+    v = cpu_verifier.check(transpose_task, cheat)
+    assert not v.passed and "guard (b)" in v.message, v.message
+    assert v.guard == "torch_compute", v.message
+
+
+def test_inside_a_launch_only_allocations_views_and_the_interpreters_copies_are_the_launchers():
+    """The recorder's rule for an op inside a launch with no frame of the candidate's below it."""
+    import torch
+
+    from upskills.verify.guards import LaunchState, OpLog, make_op_recorder
+
+    x = torch.ones(256)
+    for interpreted, logged in ((False, ["copy_", "add"]), (True, ["add"])):
+        log, state = OpLog(), LaunchState(depth=1)
+        state.ranges = [] if interpreted else None
+        with make_op_recorder(log, state):
+            torch.empty(256).copy_(x)  # the interpreter's copy back, or a copy of no launcher
+            torch.add(x, x)  # no launcher's op
+            x.view(16, 16)  # a view: anybody's
+        assert [op.name for op in log.ops] == logged, (interpreted, log.ops)
+
+
 def test_b_compute_op_hidden_from_the_ast(cpu_verifier, row_sum_task):
     cheat = (
         KERNEL_PRELUDE

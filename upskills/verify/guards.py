@@ -31,6 +31,11 @@ from upskills.verify.host_memory import (
     launch_hooks,
     moved,
 )
+from upskills.verify.interpreter_guards import (
+    argument_ranges,
+    install_bounds_check,
+    interpreter_autotune,
+)
 
 SMALL_NUMEL = 64
 """Ops touching at most this many elements are "small scalar math" and always allowed."""
@@ -108,6 +113,8 @@ class LaunchCounter:
             if kwargs.get("warmup") or getattr(args[0] if args else None, "_upskills_internal", 0):
                 return fn(*args, **kwargs)
             state.launches += 1
+            if callable(kwargs.get("grid")):  # the candidate's code, run inside the launch
+                kwargs = {**kwargs, "grid": _outside_launch(kwargs["grid"], state)}
             given, named = args, kwargs  # the caller's objects stay alive through the launch
             checked: list[tuple[Any, int]] = []
 
@@ -145,7 +152,7 @@ class LaunchCounter:
 
         def autotuned(*args: Any, **kwargs: Any) -> Any:
             if args and os.environ.get("TRITON_INTERPRET") == "1":
-                _interpreter_autotune(args[0])
+                interpreter_autotune(args[0])
             return fn(*args, **kwargs)
 
         autotuned.__wrapped__ = fn  # type: ignore[attr-defined]
@@ -159,7 +166,7 @@ class LaunchCounter:
             names = list(getattr(interpreted, "arg_names", []))
             if state.depth == 0 and state.inputs is not None:  # a kernel reads host memory too
                 state.python_memory += python_memory((args, kwargs), state.inputs)
-            state.ranges = _argument_ranges(names, args, kwargs)
+            state.ranges = argument_ranges(names, args, kwargs)
             try:
                 return counted(interpreted, *args, **kwargs)
             finally:
@@ -209,113 +216,22 @@ class LaunchCounter:
         return build
 
 
-def _interpreter_autotune(autotuner: Any) -> None:
-    """Under the interpreter (no GPU), autotuning runs each config once instead of timing it.
+def _outside_launch(grid: Callable[..., Any], state: LaunchState) -> Callable[..., Any]:
+    """``grid`` called as if outside the launch: every op it runs is the candidate's.
 
-    Triton's benchmarker needs a GPU driver; without this, any ``@triton.autotune`` kernel
-    fails on CPU. Running every config once also checks every config's correctness.
+    Triton calls a grid callable inside its launch, and a grid of C-level callables leaves no
+    frame of the candidate's there (:func:`_launchers_op`); a copy it makes would otherwise
+    pass as the interpreter's own.
     """
 
-    def run_once(kernel_call: Callable[[], Any], quantiles: Any = None, **_: Any) -> Any:
-        kernel_call()
-        return [1.0] * len(quantiles) if quantiles else 1.0
+    def grid_outside(*args: Any, **kwargs: Any) -> Any:
+        depth, state.depth = state.depth, 0
+        try:
+            return grid(*args, **kwargs)
+        finally:
+            state.depth = depth
 
-    for attr in ("_do_bench", "do_bench"):
-        if attr in vars(autotuner):
-            setattr(autotuner, attr, run_once)
-
-
-class OutOfBoundsAccess(Exception):
-    """An interpreted kernel touched memory outside every tensor argument."""
-
-
-def _argument_ranges(
-    names: list[str], args: tuple[Any, ...], kwargs: dict[str, Any]
-) -> list[tuple[int, int, str]]:
-    """(start, end, name) of the storage behind each tensor argument of a launch."""
-    ranges: list[tuple[int, int, str]] = []
-    items = list(zip(names, args, strict=False)) + list(kwargs.items())
-    for name, value in items:
-        base = getattr(value, "base", value)  # TensorDescriptor -> its tensor
-        if hasattr(base, "untyped_storage"):
-            storage = base.untyped_storage()
-            start = storage.data_ptr()
-            ranges.append((start, start + storage.nbytes(), name))
-    return ranges
-
-
-def _check_bounds(state: LaunchState, ptrs: Any, mask: Any, what: str) -> None:
-    import numpy as np
-
-    if state.ranges is None:
-        return
-    addresses = np.asarray(ptrs.data).astype(np.uint64)
-    active = np.asarray(mask.data, dtype=bool) if mask is not None else None
-    if active is not None:
-        addresses = addresses[np.broadcast_to(active, addresses.shape)]
-    if addresses.size == 0:
-        return
-    try:
-        size = max(1, ptrs.get_element_ty().primitive_bitwidth // 8)
-    except AttributeError:
-        size = 1
-    ok = np.zeros(addresses.shape, dtype=bool)
-    for start, end, _ in state.ranges:
-        ok |= (addresses >= start) & (addresses + size <= end)
-    if bool(ok.all()):
-        return
-    bad = int(addresses[~ok][0])
-    nearest = min(state.ranges, key=lambda r: min(abs(bad - r[0]), abs(bad - r[1])), default=None)
-    where = ""
-    if nearest is not None:
-        start, end, name = nearest
-        where = (
-            f"; {bad - end} bytes past the end of {name!r}"
-            if bad >= end
-            else f"; {start - bad} bytes before the start of {name!r}"
-        )
-    raise OutOfBoundsAccess(
-        f"out-of-bounds {what}: {int((~ok).sum())} element(s) outside every tensor argument"
-        f"{where} (mask the ragged edge)"
-    )
-
-
-def install_bounds_check(state: LaunchState) -> None:
-    """Make the Triton interpreter reject loads/stores outside the launch's tensor arguments.
-
-    On a GPU an out-of-bounds access faults (or silently corrupts memory); the interpreter
-    reads and writes raw host memory, so without this check a missing mask can pass on CPU.
-    """
-    from triton.runtime.interpreter import InterpreterBuilder  # pyright: ignore[reportMissingTypeStubs]
-
-    builder: Any = InterpreterBuilder  # its methods are untyped
-    load = builder.create_masked_load
-    store = builder.create_masked_store
-    rmw = builder.create_atomic_rmw
-    cas = builder.create_atomic_cas
-
-    def masked_load(self: Any, ptrs: Any, mask: Any, *args: Any, **kwargs: Any) -> Any:
-        _check_bounds(state, ptrs, mask, "load")
-        return load(self, ptrs, mask, *args, **kwargs)
-
-    def masked_store(self: Any, ptrs: Any, value: Any, mask: Any, *args: Any, **kwargs: Any) -> Any:
-        _check_bounds(state, ptrs, mask, "store")
-        return store(self, ptrs, value, mask, *args, **kwargs)
-
-    def atomic_rmw(
-        self: Any, op: Any, ptr: Any, val: Any, mask: Any, *args: Any, **kwargs: Any
-    ) -> Any:
-        _check_bounds(state, ptr, mask, "atomic")
-        return rmw(self, op, ptr, val, mask, *args, **kwargs)
-
-    def atomic_cas(self: Any, ptr: Any, *args: Any, **kwargs: Any) -> Any:
-        _check_bounds(state, ptr, None, "atomic")
-        return cas(self, ptr, *args, **kwargs)
-
-    InterpreterBuilder.create_masked_load = masked_load  # type: ignore[method-assign]
-    InterpreterBuilder.create_masked_store = masked_store  # type: ignore[method-assign]
-    InterpreterBuilder.create_atomic_rmw = atomic_rmw  # type: ignore[method-assign]
-    InterpreterBuilder.create_atomic_cas = atomic_cas  # type: ignore[method-assign]
+    return grid_outside
 
 
 class _CountingModule:
@@ -522,6 +438,20 @@ def _candidate_code_in_launch(state: LaunchState) -> bool:
     return False
 
 
+def _launchers_op(name: str, state: LaunchState) -> bool:
+    """Could an op of this name, inside a launch, be the launcher's own?
+
+    Allocations, views and metadata, anywhere; copies only inside an interpreted launch (the
+    interpreter copies each tensor argument to the host and back). Triton's launch on a GPU
+    runs no copy and no compute op of its own, and until 2026-12-06 every op inside a launch
+    with no Python frame of the candidate's below it was the launcher's: a grid made of
+    C-level callables (``functools.partial(next, map(..., map(out.copy_,
+    itertools.starmap(torch.add, ...))))``) ran ``torch.add`` inside the launch with no such
+    frame, and passed the CPU verifier, static check and all.
+    """
+    return name in ALLOWED_OPS or (state.ranges is not None and name in DATA_MOVEMENT_OPS)
+
+
 def make_op_recorder(log: OpLog, state: LaunchState, mark: str | None = None) -> Any:
     """A ``TorchDispatchMode`` appending each op run outside a launch to ``log``.
 
@@ -547,7 +477,11 @@ def make_op_recorder(log: OpLog, state: LaunchState, mark: str | None = None) ->
                     out = func(*args, **kwargs)
             else:
                 out = func(*args, **kwargs)
-            if state.depth == 0 or _candidate_code_in_launch(state):
+            if (
+                state.depth == 0
+                or not _launchers_op(name, state)
+                or _candidate_code_in_launch(state)
+            ):
                 log.ops.append(OpRecord(name, max(inputs, _max_numel(out))))
                 if name in DATA_MOVEMENT_OPS:
                     log.host_copied += to_host((args, kwargs), out)

@@ -74,6 +74,7 @@ _OWN_MODULES = (
     "upskills.verify.l2_fence",
     "upskills.verify.transport",
     "upskills.verify.guards",
+    "upskills.verify.interpreter_guards",
     "upskills.verify.library_snapshot",
     "upskills.verify.modes",
     "upskills.verify.dispatch_table",

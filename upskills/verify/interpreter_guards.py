@@ -1,0 +1,123 @@
+"""The Triton interpreter's launches under the verifier: bounds checks and one run per config.
+
+Split from :mod:`upskills.verify.guards` (2026-12-06) when that passed 600 lines. Installed in
+the candidate's process by :meth:`~upskills.verify.guards.LaunchCounter.install`, before the
+candidate's import, and watched by the library snapshot like the rest of the verifier's code.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from upskills.verify.guards import LaunchState
+
+
+def interpreter_autotune(autotuner: Any) -> None:
+    """Under the interpreter (no GPU), autotuning runs each config once instead of timing it.
+
+    Triton's benchmarker needs a GPU driver; without this, any ``@triton.autotune`` kernel
+    fails on CPU. Running every config once also checks every config's correctness.
+    """
+
+    def run_once(kernel_call: Callable[[], Any], quantiles: Any = None, **_: Any) -> Any:
+        kernel_call()
+        return [1.0] * len(quantiles) if quantiles else 1.0
+
+    for attr in ("_do_bench", "do_bench"):
+        if attr in vars(autotuner):
+            setattr(autotuner, attr, run_once)
+
+
+class OutOfBoundsAccess(Exception):
+    """An interpreted kernel touched memory outside every tensor argument."""
+
+
+def argument_ranges(
+    names: list[str], args: tuple[Any, ...], kwargs: dict[str, Any]
+) -> list[tuple[int, int, str]]:
+    """(start, end, name) of the storage behind each tensor argument of a launch."""
+    ranges: list[tuple[int, int, str]] = []
+    items = list(zip(names, args, strict=False)) + list(kwargs.items())
+    for name, value in items:
+        base = getattr(value, "base", value)  # TensorDescriptor -> its tensor
+        if hasattr(base, "untyped_storage"):
+            storage = base.untyped_storage()
+            start = storage.data_ptr()
+            ranges.append((start, start + storage.nbytes(), name))
+    return ranges
+
+
+def _check_bounds(state: LaunchState, ptrs: Any, mask: Any, what: str) -> None:
+    import numpy as np
+
+    if state.ranges is None:
+        return
+    addresses = np.asarray(ptrs.data).astype(np.uint64)
+    active = np.asarray(mask.data, dtype=bool) if mask is not None else None
+    if active is not None:
+        addresses = addresses[np.broadcast_to(active, addresses.shape)]
+    if addresses.size == 0:
+        return
+    try:
+        size = max(1, ptrs.get_element_ty().primitive_bitwidth // 8)
+    except AttributeError:
+        size = 1
+    ok = np.zeros(addresses.shape, dtype=bool)
+    for start, end, _ in state.ranges:
+        ok |= (addresses >= start) & (addresses + size <= end)
+    if bool(ok.all()):
+        return
+    bad = int(addresses[~ok][0])
+    nearest = min(state.ranges, key=lambda r: min(abs(bad - r[0]), abs(bad - r[1])), default=None)
+    where = ""
+    if nearest is not None:
+        start, end, name = nearest
+        where = (
+            f"; {bad - end} bytes past the end of {name!r}"
+            if bad >= end
+            else f"; {start - bad} bytes before the start of {name!r}"
+        )
+    raise OutOfBoundsAccess(
+        f"out-of-bounds {what}: {int((~ok).sum())} element(s) outside every tensor argument"
+        f"{where} (mask the ragged edge)"
+    )
+
+
+def install_bounds_check(state: LaunchState) -> None:
+    """Make the Triton interpreter reject loads/stores outside the launch's tensor arguments.
+
+    On a GPU an out-of-bounds access faults (or silently corrupts memory); the interpreter
+    reads and writes raw host memory, so without this check a missing mask can pass on CPU.
+    """
+    from triton.runtime.interpreter import InterpreterBuilder  # pyright: ignore[reportMissingTypeStubs]
+
+    builder: Any = InterpreterBuilder  # its methods are untyped
+    load = builder.create_masked_load
+    store = builder.create_masked_store
+    rmw = builder.create_atomic_rmw
+    cas = builder.create_atomic_cas
+
+    def masked_load(self: Any, ptrs: Any, mask: Any, *args: Any, **kwargs: Any) -> Any:
+        _check_bounds(state, ptrs, mask, "load")
+        return load(self, ptrs, mask, *args, **kwargs)
+
+    def masked_store(self: Any, ptrs: Any, value: Any, mask: Any, *args: Any, **kwargs: Any) -> Any:
+        _check_bounds(state, ptrs, mask, "store")
+        return store(self, ptrs, value, mask, *args, **kwargs)
+
+    def atomic_rmw(
+        self: Any, op: Any, ptr: Any, val: Any, mask: Any, *args: Any, **kwargs: Any
+    ) -> Any:
+        _check_bounds(state, ptr, mask, "atomic")
+        return rmw(self, op, ptr, val, mask, *args, **kwargs)
+
+    def atomic_cas(self: Any, ptr: Any, *args: Any, **kwargs: Any) -> Any:
+        _check_bounds(state, ptr, None, "atomic")
+        return cas(self, ptr, *args, **kwargs)
+
+    InterpreterBuilder.create_masked_load = masked_load  # type: ignore[method-assign]
+    InterpreterBuilder.create_masked_store = masked_store  # type: ignore[method-assign]
+    InterpreterBuilder.create_atomic_rmw = atomic_rmw  # type: ignore[method-assign]
+    InterpreterBuilder.create_atomic_cas = atomic_cas  # type: ignore[method-assign]
