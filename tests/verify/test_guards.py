@@ -178,6 +178,33 @@ def test_b_copy_task_done_with_a_copy_in_a_grid_of_c_level_callables(cpu_verifie
     assert v.guard == "torch_compute", v.message
 
 
+def test_b_copy_in_an_interpreted_launchs_own_call_of_an_arguments_method(
+    cpu_verifier, transpose_task
+):
+    """The interpreter copies each pointer argument through its own ``untyped_storage`` inside
+    the launch, where a copy is the interpreter's; a tensor whose own attribute shadows that
+    method ran the transpose's copy there and passed (its first two calls, the verifier's own
+    before the launch, copy nothing). Pointer arguments must be plain tensors."""
+    cheat = C_LEVEL_GRID.replace(
+        "WORK",
+        "(x,) = args\n        out = torch.empty(x.shape[1], x.shape[0], dtype=x.dtype)\n"
+        "        storage = out.untyped_storage()\n"
+        "        moved = itertools.chain(\n"
+        "            (None, None), map(out.copy_, map(torch.t, itertools.repeat(x)))\n"
+        "        )\n"
+        "        shown = out.view(out.shape)\n"
+        "        shown.untyped_storage = functools.partial(next, map(operator.itemgetter(1), "
+        "zip(moved, itertools.repeat(storage))))\n"
+        "        work = iter(())",
+    ).replace(
+        "touch_kernel[c_level_grid(work)](out, 16, BLOCK=16)",
+        "touch_kernel[(1,)](shown, 16, BLOCK=16)",
+    )
+    v = cpu_verifier.check(transpose_task, cheat)
+    assert not v.passed, v.message
+    assert "kernel argument #0 is a tensor with 1 attribute(s) of its own" in v.message, v.message
+
+
 def test_inside_a_launch_only_allocations_views_and_the_interpreters_copies_are_the_launchers():
     """The recorder's rule for an op inside a launch with no frame of the candidate's below it."""
     import torch

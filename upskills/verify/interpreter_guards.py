@@ -1,4 +1,7 @@
-"""The Triton interpreter's launches under the verifier: bounds checks and one run per config.
+"""The Triton interpreter's launches under the verifier: bounds, configs, plain arguments.
+
+Bounds checks on every load and store, one run per autotuning config, and plain tensors as
+the launches' arguments.
 
 Split from :mod:`upskills.verify.guards` (2026-12-06) when that passed 600 lines. Installed in
 the candidate's process by :meth:`~upskills.verify.guards.LaunchCounter.install`, before the
@@ -8,7 +11,7 @@ candidate's import, and watched by the library snapshot like the rest of the ver
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 if TYPE_CHECKING:
     from upskills.verify.guards import LaunchState
@@ -121,3 +124,55 @@ def install_bounds_check(state: LaunchState) -> None:
     InterpreterBuilder.create_masked_store = masked_store  # type: ignore[method-assign]
     InterpreterBuilder.create_atomic_rmw = atomic_rmw  # type: ignore[method-assign]
     InterpreterBuilder.create_atomic_cas = atomic_cas  # type: ignore[method-assign]
+
+
+class NotPlainArgument(TypeError):
+    """An interpreted launch's argument whose methods the interpreter would call inside it."""
+
+
+def check_plain_arguments(args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+    """Refuse an interpreted launch's pointer argument that is not a plain tensor.
+
+    The interpreter copies each argument with a ``data_ptr`` to the host and back inside the
+    launch, through the argument's own ``untyped_storage``, ``storage_offset``, ``size`` and
+    ``stride``, and guard (b) leaves copies inside an interpreted launch to the interpreter
+    (:func:`~upskills.verify.guards._launchers_op`). An argument of the candidate's class, a
+    tensor subclass, or a tensor whose own attributes shadow those methods could run its copies
+    there unseen. So a pointer argument must be a ``torch.Tensor`` or an ``nn.Parameter`` of
+    exactly that class with no attribute of its own (a ``TensorDescriptor``'s ``base`` too), as
+    a kernel's arguments are; anything else is refused before the launch. On a GPU the launch
+    wrapper reads every address before the launch instead (``host_memory.launch_arguments``).
+    """
+    import torch
+
+    from upskills.verify.candidate_timing import own_attributes
+
+    plain = (torch.Tensor, torch.nn.Parameter)
+
+    def check(value: Any, where: str) -> None:
+        cls = type(cast(object, value))
+        if cls is tuple:
+            for i, item in enumerate(cast("tuple[Any, ...]", value)):
+                check(item, f"{where}[{i}]")
+            return
+        if cls.__name__ == "TensorDescriptor" and cls.__module__.startswith("triton"):
+            check(value.base, f"{where}.base")
+            return
+        if cls in plain:
+            if own_attributes(value):
+                raise NotPlainArgument(
+                    f"kernel argument {where} is a tensor with {own_attributes(value)} "
+                    "attribute(s) of its own; pass plain tensors to kernels"
+                )
+            return
+        if isinstance(value, torch.Tensor) or hasattr(value, "data_ptr"):
+            raise NotPlainArgument(
+                f"kernel argument {where} is a {cls.__module__}.{cls.__qualname__}, not a plain "
+                "torch.Tensor; pass plain tensors to kernels"
+            )
+
+    for i, value in enumerate(args):
+        check(value, f"#{i}")
+    for name, value in kwargs.items():
+        if name != "grid":
+            check(value, name)
