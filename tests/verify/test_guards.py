@@ -205,6 +205,37 @@ def test_b_copy_in_an_interpreted_launchs_own_call_of_an_arguments_method(
     assert "kernel argument #0 is a tensor with 1 attribute(s) of its own" in v.message, v.message
 
 
+def test_a_launch_inside_a_grid_leaves_the_outer_launch_its_bounds_check(cpu_verifier, add_task):
+    """An interpreted launch inside another's grid reset the bounds to none when it ended, so
+    the outer kernel's loads went unchecked: its unmasked reads past the end passed."""
+    cheat = (
+        KERNEL_PRELUDE
+        + """
+@triton.jit
+def add_unmasked_loads(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    total = tl.load(x_ptr + offs) + tl.load(y_ptr + offs)
+    tl.store(out_ptr + offs, total, mask=offs < n)
+
+
+class ModelNew(nn.Module):
+    def forward(self, x, y):
+        out = torch.empty_like(x)
+        n = x.numel()
+        scratch = torch.zeros(16, device=x.device)
+
+        def grid(meta):
+            touch_kernel[(1,)](scratch, 16, BLOCK=16)
+            return (triton.cdiv(n, 1024),)
+
+        add_unmasked_loads[grid](x, y, out, n, BLOCK=1024)
+        return out
+"""
+    )
+    v = cpu_verifier.check(add_task, cheat)
+    assert not v.passed and "out-of-bounds load" in v.message, v.message
+
+
 def test_inside_a_launch_only_allocations_views_and_the_interpreters_copies_are_the_launchers():
     """The recorder's rule for an op inside a launch with no frame of the candidate's below it."""
     import torch

@@ -168,11 +168,12 @@ class LaunchCounter:
             names = list(getattr(interpreted, "arg_names", []))
             if state.depth == 0 and state.inputs is not None:  # a kernel reads host memory too
                 state.python_memory += python_memory((args, kwargs), state.inputs)
-            state.ranges = argument_ranges(names, args, kwargs)
+            # a launch inside another's grid must leave the outer launch its own bounds
+            outer, state.ranges = state.ranges, argument_ranges(names, args, kwargs)
             try:
                 return counted(interpreted, *args, **kwargs)
             finally:
-                state.ranges = None
+                state.ranges = outer
 
         bounded.__wrapped__ = fn  # type: ignore[attr-defined]
         return bounded
