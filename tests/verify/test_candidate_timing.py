@@ -202,7 +202,7 @@ w = SimpleNamespace(thread_starts=0, threads_started=0, active=False)
 wrap_thread_starts(w)
 t = threading.Thread(target=lambda: None); t.start(); t.join()
 _thread.start_new_thread(lambda: None, ())
-threading._start_new_thread(lambda: None, ())
+getattr(threading, '_start_new_thread', _thread.start_new_thread)(lambda: None, ())  # to 3.12
 w.active = True
 t = threading.Thread(target=lambda: None); t.start(); t.join()
 time.sleep(0.2)
