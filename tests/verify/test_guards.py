@@ -205,6 +205,26 @@ def test_b_copy_in_an_interpreted_launchs_own_call_of_an_arguments_method(
     assert "kernel argument #0 is a tensor with 1 attribute(s) of its own" in v.message, v.message
 
 
+def test_b_copy_in_an_interpreted_launchs_read_of_a_number(cpu_verifier, transpose_task):
+    """The interpreter reads a constant argument through its ``__index__``/``__int__`` inside
+    the launch: an ``int`` subclass whose methods were the chain ran the transpose's copy there
+    and passed. Arguments must be plain numbers and tensors."""
+    count = "functools.partial(next, map(operator.itemgetter(1), zip(moved, itertools.repeat(16))))"
+    cheat = C_LEVEL_GRID.replace(
+        "WORK",
+        "(x,) = args\n        out = torch.empty(x.shape[1], x.shape[0], dtype=x.dtype)\n"
+        "        moved = map(out.copy_, map(torch.t, itertools.repeat(x)))\n"
+        f"        size = type('Size', (int,), {{'__index__': {count}, '__int__': {count}}})(16)\n"
+        "        work = iter(())",
+    ).replace(
+        "touch_kernel[c_level_grid(work)](out, 16, BLOCK=16)",
+        "touch_kernel[(1,)](out, size, BLOCK=16)",
+    )
+    v = cpu_verifier.check(transpose_task, cheat)
+    assert not v.passed, v.message
+    assert "kernel argument #1 is a upskills_candidate.Size" in v.message, v.message
+
+
 def test_a_launch_inside_a_grid_leaves_the_outer_launch_its_bounds_check(cpu_verifier, add_task):
     """An interpreted launch inside another's grid reset the bounds to none when it ended, so
     the outer kernel's loads went unchecked: its unmasked reads past the end passed."""

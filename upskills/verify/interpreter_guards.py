@@ -10,6 +10,7 @@ candidate's import, and watched by the library snapshot like the rest of the ver
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, cast
 
@@ -130,18 +131,37 @@ class NotPlainArgument(TypeError):
     """An interpreted launch's argument whose methods the interpreter would call inside it."""
 
 
-def check_plain_arguments(args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
-    """Refuse an interpreted launch's pointer argument that is not a plain tensor.
+PLAIN_SCALARS = (int, float, bool, complex, str, type(None))
+"""Argument types whose exact instances run no code of anyone's when the interpreter reads them."""
 
-    The interpreter copies each argument with a ``data_ptr`` to the host and back inside the
-    launch, through the argument's own ``untyped_storage``, ``storage_offset``, ``size`` and
-    ``stride``, and guard (b) leaves copies inside an interpreted launch to the interpreter
-    (:func:`~upskills.verify.guards._launchers_op`). An argument of the candidate's class, a
-    tensor subclass, or a tensor whose own attributes shadow those methods could run its copies
-    there unseen. So a pointer argument must be a ``torch.Tensor`` or an ``nn.Parameter`` of
-    exactly that class with no attribute of its own (a ``TensorDescriptor``'s ``base`` too), as
-    a kernel's arguments are; anything else is refused before the launch. On a GPU the launch
-    wrapper reads every address before the launch instead (``host_memory.launch_arguments``).
+
+def _library_class(cls: type) -> bool:
+    """Is ``cls`` a class of Triton, NumPy or torch itself (found where its names say it is)?"""
+    module = sys.modules.get(cls.__module__)
+    return (
+        cls.__module__.split(".")[0] in ("triton", "numpy", "torch")
+        and getattr(module, cls.__qualname__, None) is cls
+    )
+
+
+def check_plain_arguments(args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+    """Refuse an interpreted launch's argument that is not plain: a tensor, a number, a dtype.
+
+    The interpreter reads its arguments inside the launch: it copies each tensor to the host
+    and back through the tensor's own ``untyped_storage``, ``storage_offset``, ``size`` and
+    ``stride``, and turns constants into NumPy values through their ``__index__`` and
+    ``__int__``. Guard (b) leaves copies inside an interpreted launch to the interpreter
+    (:func:`~upskills.verify.guards._launchers_op`), so an argument whose methods were a chain
+    of C-level callables ran a copy there unseen: a tensor whose own attribute shadowed
+    ``untyped_storage``, and an ``int`` subclass whose ``__index__`` did (both passed a
+    transpose task, 2026-12-06). So each argument must be a ``torch.Tensor`` or an
+    ``nn.Parameter`` of exactly that class with no attribute of its own, an exact ``int``,
+    ``float``, ``bool``, ``complex``, ``str`` or ``None``, an instance of a class of Triton,
+    NumPy or torch themselves (a ``tl.float16``, a ``numpy.int64``, a ``torch.dtype``; a
+    ``TensorDescriptor``'s base and a ``constexpr``'s value are held to the same rule), or an
+    exact tuple of these. Anything else is refused before the launch. On a GPU the launch
+    wrapper reads every address and number before the launch instead
+    (``host_memory.launch_arguments``).
     """
     import torch
 
@@ -149,27 +169,29 @@ def check_plain_arguments(args: tuple[Any, ...], kwargs: dict[str, Any]) -> None
 
     plain = (torch.Tensor, torch.nn.Parameter)
 
+    def refuse(where: str, what: str) -> NotPlainArgument:
+        return NotPlainArgument(
+            f"kernel argument {where} is {what}; pass plain tensors and numbers"
+        )
+
     def check(value: Any, where: str) -> None:
         cls = type(cast(object, value))
         if cls is tuple:
             for i, item in enumerate(cast("tuple[Any, ...]", value)):
                 check(item, f"{where}[{i}]")
-            return
-        if cls.__name__ == "TensorDescriptor" and cls.__module__.startswith("triton"):
-            check(value.base, f"{where}.base")
-            return
-        if cls in plain:
+        elif cls in plain:
             if own_attributes(value):
-                raise NotPlainArgument(
-                    f"kernel argument {where} is a tensor with {own_attributes(value)} "
-                    "attribute(s) of its own; pass plain tensors to kernels"
+                raise refuse(
+                    where, f"a tensor with {own_attributes(value)} attribute(s) of its own"
                 )
+        elif cls in PLAIN_SCALARS:
             return
-        if isinstance(value, torch.Tensor) or hasattr(value, "data_ptr"):
-            raise NotPlainArgument(
-                f"kernel argument {where} is a {cls.__module__}.{cls.__qualname__}, not a plain "
-                "torch.Tensor; pass plain tensors to kernels"
-            )
+        elif not _library_class(cls) or isinstance(value, torch.Tensor):
+            raise refuse(where, f"a {cls.__module__}.{cls.__qualname__}")
+        elif cls.__name__ == "TensorDescriptor":
+            check(value.base, f"{where}.base")
+        elif cls.__name__ == "constexpr":
+            check(value.value, f"{where}.value")
 
     for i, value in enumerate(args):
         check(value, f"#{i}")
