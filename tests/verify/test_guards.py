@@ -178,6 +178,17 @@ def test_b_copy_task_done_with_a_copy_in_a_grid_of_c_level_callables(cpu_verifie
     assert v.guard == "torch_compute", v.message
 
 
+def _transpose_in_an_argument(setup: str, launch: str) -> str:
+    """A transpose cheat: ``out`` filled by the chain ``moved`` (``setup`` hides it in an
+    argument), then ``launch`` (a kernel that touches 16 elements, no grid of its own)."""
+    return C_LEVEL_GRID.replace(
+        "WORK",
+        "(x,) = args\n        out = torch.empty(x.shape[1], x.shape[0], dtype=x.dtype)\n"
+        + setup
+        + "        work = iter(())",
+    ).replace("touch_kernel[c_level_grid(work)](out, 16, BLOCK=16)", launch)
+
+
 def test_b_copy_in_an_interpreted_launchs_own_call_of_an_arguments_method(
     cpu_verifier, transpose_task
 ):
@@ -185,19 +196,14 @@ def test_b_copy_in_an_interpreted_launchs_own_call_of_an_arguments_method(
     the launch, where a copy is the interpreter's; a tensor whose own attribute shadows that
     method ran the transpose's copy there and passed (its first two calls, the verifier's own
     before the launch, copy nothing). Pointer arguments must be plain tensors."""
-    cheat = C_LEVEL_GRID.replace(
-        "WORK",
-        "(x,) = args\n        out = torch.empty(x.shape[1], x.shape[0], dtype=x.dtype)\n"
+    cheat = _transpose_in_an_argument(
         "        storage = out.untyped_storage()\n"
         "        moved = itertools.chain(\n"
         "            (None, None), map(out.copy_, map(torch.t, itertools.repeat(x)))\n"
         "        )\n"
         "        shown = out.view(out.shape)\n"
         "        shown.untyped_storage = functools.partial(next, map(operator.itemgetter(1), "
-        "zip(moved, itertools.repeat(storage))))\n"
-        "        work = iter(())",
-    ).replace(
-        "touch_kernel[c_level_grid(work)](out, 16, BLOCK=16)",
+        "zip(moved, itertools.repeat(storage))))\n",
         "touch_kernel[(1,)](shown, 16, BLOCK=16)",
     )
     v = cpu_verifier.check(transpose_task, cheat)
@@ -210,14 +216,9 @@ def test_b_copy_in_an_interpreted_launchs_read_of_a_number(cpu_verifier, transpo
     the launch: an ``int`` subclass whose methods were the chain ran the transpose's copy there
     and passed. Arguments must be plain numbers and tensors."""
     count = "functools.partial(next, map(operator.itemgetter(1), zip(moved, itertools.repeat(16))))"
-    cheat = C_LEVEL_GRID.replace(
-        "WORK",
-        "(x,) = args\n        out = torch.empty(x.shape[1], x.shape[0], dtype=x.dtype)\n"
+    cheat = _transpose_in_an_argument(
         "        moved = map(out.copy_, map(torch.t, itertools.repeat(x)))\n"
-        f"        size = type('Size', (int,), {{'__index__': {count}, '__int__': {count}}})(16)\n"
-        "        work = iter(())",
-    ).replace(
-        "touch_kernel[c_level_grid(work)](out, 16, BLOCK=16)",
+        f"        size = type('Size', (int,), {{'__index__': {count}, '__int__': {count}}})(16)\n",
         "touch_kernel[(1,)](out, size, BLOCK=16)",
     )
     v = cpu_verifier.check(transpose_task, cheat)
