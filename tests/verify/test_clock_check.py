@@ -99,6 +99,22 @@ def test_a_thread_beside_the_back_to_back_calls_is_refused() -> None:
     assert "1 thread(s) started while timed" in failure.value.message
 
 
+def test_a_thread_the_cuda_graphs_capture_leaves_is_refused() -> None:
+    """The graph check's capture runs forward (its warm-up and the capture): a thread it leaves
+    is refused as in every other timed request, before any replay is timed."""
+    from upskills.verify.judge_timing import graph_check
+
+    judge = SimpleNamespace(
+        device="cpu",
+        clock=SimpleNamespace(add=lambda *_: None),
+        job=SimpleNamespace(display="candidate.py"),
+        ask=lambda message: BulkDone(launches=1, threads=1),
+    )
+    with pytest.raises(StageFailure) as failure:
+        graph_check(judge, (None, []), [], [], calls=5, rtt_ms=0.0)  # type: ignore[arg-type]
+    assert failure.value.guard == "threads"
+
+
 def test_events_that_under_report_every_time_are_a_timing_verdict() -> None:
     judge = FakeJudge(per_call_ms=3.0, delays_ms=[])
     with pytest.raises(StageFailure) as err:

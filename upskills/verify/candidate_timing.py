@@ -45,7 +45,8 @@ def flatten_any(value: Any) -> tuple[str, list[Any]]:
     return cls.__name__, [value]
 
 
-_PLAIN_LEAVES = (int, float, bool, str, type(None))
+PLAIN_LEAVES = (int, float, bool, str, type(None))
+"""Leaf types whose exact instances run no code of anyone's when the verifier reads them."""
 
 
 def own_attributes(value: Any) -> int:
@@ -92,7 +93,7 @@ def changed_input(values: list[Any]) -> str | None:
         elif cls is torch.Tensor:
             if own_attributes(value):
                 return f"torch.Tensor with {own_attributes(value)} attribute(s) of its own"
-        elif cls not in _PLAIN_LEAVES:
+        elif cls not in PLAIN_LEAVES:
             return f"{cls.__module__}.{cls.__qualname__}"
     return None
 

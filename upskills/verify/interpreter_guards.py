@@ -131,10 +131,6 @@ class NotPlainArgument(TypeError):
     """An interpreted launch's argument whose methods the interpreter would call inside it."""
 
 
-PLAIN_SCALARS = (int, float, bool, complex, str, type(None))
-"""Argument types whose exact instances run no code of anyone's when the interpreter reads them."""
-
-
 def _library_class(cls: type) -> bool:
     """Is ``cls`` a class of Triton, NumPy or torch itself (found where its names say it is)?"""
     module = sys.modules.get(cls.__module__)
@@ -156,7 +152,7 @@ def check_plain_arguments(args: tuple[Any, ...], kwargs: dict[str, Any]) -> None
     ``untyped_storage``, and an ``int`` subclass whose ``__index__`` did (both passed a
     transpose task, 2026-12-06). So each argument must be a ``torch.Tensor`` or an
     ``nn.Parameter`` of exactly that class with no attribute of its own, an exact ``int``,
-    ``float``, ``bool``, ``complex``, ``str`` or ``None``, an instance of a class of Triton,
+    ``float``, ``bool``, ``str`` or ``None``, an instance of a class of Triton,
     NumPy or torch themselves (a ``tl.float16``, a ``numpy.int64``, a ``torch.dtype``; a
     ``TensorDescriptor``'s base and a ``constexpr``'s value are held to the same rule), or an
     exact tuple of these. Anything else is refused before the launch. On a GPU the launch
@@ -165,7 +161,7 @@ def check_plain_arguments(args: tuple[Any, ...], kwargs: dict[str, Any]) -> None
     """
     import torch
 
-    from upskills.verify.candidate_timing import own_attributes
+    from upskills.verify.candidate_timing import PLAIN_LEAVES, own_attributes
 
     plain = (torch.Tensor, torch.nn.Parameter)
 
@@ -184,7 +180,7 @@ def check_plain_arguments(args: tuple[Any, ...], kwargs: dict[str, Any]) -> None
                 raise refuse(
                     where, f"a tensor with {own_attributes(value)} attribute(s) of its own"
                 )
-        elif cls in PLAIN_SCALARS:
+        elif cls in PLAIN_LEAVES:
             return
         elif not _library_class(cls) or isinstance(value, torch.Tensor):
             raise refuse(where, f"a {cls.__module__}.{cls.__qualname__}")

@@ -561,7 +561,9 @@ def graph_check(
 
     prepared, shared = refill
     outputs = [h for _, h in bufs]
-    reply = judge.ask(Bulk(calls=1, inputs=wire, outputs=outputs, graph="capture"))
+    # both through ask_timed, like every request that runs forward for the clock: the capture's
+    # warm-up and capture run it, and a thread either leaves is refused there (``threads``)
+    reply, _ = ask_timed(judge, Bulk(calls=1, inputs=wire, outputs=outputs, graph="capture"))
     if not isinstance(reply, BulkDone) or reply.failure is not None:
         why = reply.failure.message if isinstance(reply, BulkDone) and reply.failure else "?"
         return None, f" (no CUDA-graph check: {why})"
@@ -569,9 +571,10 @@ def graph_check(
     ref = flatten_outputs(judge.reference(prepared, fresh)[0])[1]
     copy_into(shared, fresh)
     torch.cuda.synchronize()
-    s = time.monotonic()
-    reply = judge.ask(Bulk(calls=calls, inputs=wire, outputs=outputs, graph="replay"))
-    wall_ms = (time.monotonic() - s) * 1000.0 - rtt_ms
+    reply, wall_ms = ask_timed(
+        judge, Bulk(calls=calls, inputs=wire, outputs=outputs, graph="replay")
+    )
+    wall_ms -= rtt_ms
     if not isinstance(reply, BulkDone) or reply.failure is not None:
         why = reply.failure.message if isinstance(reply, BulkDone) and reply.failure else "?"
         return None, f" (no CUDA-graph check: {why})"
