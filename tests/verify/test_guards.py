@@ -226,6 +226,29 @@ def test_b_copy_in_an_interpreted_launchs_read_of_a_number(cpu_verifier, transpo
     assert "kernel argument #1 is a upskills_candidate.Size" in v.message, v.message
 
 
+def test_b_copy_through_an_argument_the_grid_changes_after_the_check(cpu_verifier, transpose_task):
+    """The grid runs inside the launch, after the arguments were checked plain, and before the
+    interpreter copies them back: a grid that gave the launched tensor a shadowing
+    ``untyped_storage`` ran the transpose's copy there and passed. The interpreter now reads
+    a fresh view the candidate holds no reference to, so the copy never runs and the output
+    stays empty."""
+    cheat = _transpose_in_an_argument(
+        "        storage = out.untyped_storage()\n"
+        "        moved = map(out.copy_, map(torch.t, itertools.repeat(x)))\n"
+        "        shown = out.view(out.shape)\n"
+        "        chain = functools.partial(\n"
+        "            next, map(operator.itemgetter(1), zip(moved, itertools.repeat(storage)))\n"
+        "        )\n\n"
+        "        def grid(meta):\n"
+        "            shown.untyped_storage = chain\n"
+        "            return (1,)\n\n",
+        "touch_kernel[grid](shown, 16, BLOCK=16)",
+    )
+    v = cpu_verifier.check(transpose_task, cheat)
+    assert not v.passed, v.message  # the empty output: a mismatch, NaNs, or guard (c)
+    assert v.error_class in (ErrorClass.MISMATCH, ErrorClass.NAN, ErrorClass.GUARD), v.message
+
+
 def test_a_launch_inside_a_grid_leaves_the_outer_launch_its_bounds_check(cpu_verifier, add_task):
     """An interpreted launch inside another's grid reset the bounds to none when it ended, so
     the outer kernel's loads went unchecked: its unmasked reads past the end passed."""

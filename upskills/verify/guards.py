@@ -33,9 +33,9 @@ from upskills.verify.host_memory import (
 )
 from upskills.verify.interpreter_guards import (
     argument_ranges,
-    check_plain_arguments,
     install_bounds_check,
     interpreter_autotune,
+    plain_arguments,
 )
 
 SMALL_NUMEL = 64
@@ -164,7 +164,7 @@ class LaunchCounter:
         state = self.state
 
         def bounded(interpreted: Any, *args: Any, **kwargs: Any) -> Any:
-            check_plain_arguments(args, kwargs)  # its methods would run inside the launch
+            args, kwargs = plain_arguments(args, kwargs)  # the interpreter reads them inside
             names = list(getattr(interpreted, "arg_names", []))
             if state.depth == 0 and state.inputs is not None:  # a kernel reads host memory too
                 state.python_memory += python_memory((args, kwargs), state.inputs)

@@ -140,8 +140,10 @@ def _library_class(cls: type) -> bool:
     )
 
 
-def check_plain_arguments(args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
-    """Refuse an interpreted launch's argument that is not plain: a tensor, a number, a dtype.
+def plain_arguments(
+    args: tuple[Any, ...], kwargs: dict[str, Any]
+) -> tuple[tuple[Any, ...], dict[str, Any]]:
+    """An interpreted launch's arguments, checked plain and handed over as the verifier's own.
 
     The interpreter reads its arguments inside the launch: it copies each tensor to the host
     and back through the tensor's own ``untyped_storage``, ``storage_offset``, ``size`` and
@@ -149,48 +151,58 @@ def check_plain_arguments(args: tuple[Any, ...], kwargs: dict[str, Any]) -> None
     ``__int__``. Guard (b) leaves copies inside an interpreted launch to the interpreter
     (:func:`~upskills.verify.guards._launchers_op`), so an argument whose methods were a chain
     of C-level callables ran a copy there unseen: a tensor whose own attribute shadowed
-    ``untyped_storage``, and an ``int`` subclass whose ``__index__`` did (both passed a
-    transpose task, 2026-12-06). So each argument must be a ``torch.Tensor`` or an
-    ``nn.Parameter`` of exactly that class with no attribute of its own, an exact ``int``,
-    ``float``, ``bool``, ``str`` or ``None``, an instance of a class of Triton,
-    NumPy or torch themselves (a ``tl.float16``, a ``numpy.int64``, a ``torch.dtype``; a
-    ``TensorDescriptor``'s base and a ``constexpr``'s value are held to the same rule), or an
-    exact tuple of these. Anything else is refused before the launch. On a GPU the launch
-    wrapper reads every address and number before the launch instead
+    ``untyped_storage``, an ``int`` subclass whose ``__index__`` did, and a plain tensor that
+    the grid (which runs inside the launch, after any check) gave such an attribute before the
+    interpreter copied it back (each passed a transpose task, 2026-12-06).
+
+    So each argument must be a ``torch.Tensor`` or an ``nn.Parameter`` of exactly that class
+    with no attribute of its own, an exact ``int``, ``float``, ``bool``, ``str`` or ``None``, an
+    instance of a class of Triton, NumPy or torch themselves (a ``tl.float16``, a
+    ``numpy.int64``, a ``torch.dtype``; a ``TensorDescriptor``'s fields and a ``constexpr``'s
+    value are held to the same rule), or an exact tuple or list of these; anything else is
+    refused before the launch. And the launch gets new objects the candidate holds no
+    reference to: a fresh view of each tensor, a new descriptor, ``constexpr``, tuple and
+    list, so nothing the candidate runs later can change what the interpreter reads. On a GPU
+    the launch wrapper rebuilds every argument before the launch the same way
     (``host_memory.launch_arguments``).
     """
+    import dataclasses
+
     import torch
 
     from upskills.verify.candidate_timing import PLAIN_LEAVES, own_attributes
-
-    plain = (torch.Tensor, torch.nn.Parameter)
 
     def refuse(where: str, what: str) -> NotPlainArgument:
         return NotPlainArgument(
             f"kernel argument {where} is {what}; pass plain tensors and numbers"
         )
 
-    def check(value: Any, where: str) -> None:
-        cls = type(cast(object, value))
-        if cls is tuple:
-            for i, item in enumerate(cast("tuple[Any, ...]", value)):
-                check(item, f"{where}[{i}]")
-        elif cls in plain:
+    def plain(value: Any, where: str) -> Any:
+        cls: Any = type(cast(object, value))
+        if cls is tuple or cls is list:
+            items = cast("list[Any] | tuple[Any, ...]", value)
+            return cast(Any, cls(plain(item, f"{where}[{i}]") for i, item in enumerate(items)))
+        if cls in (torch.Tensor, torch.nn.Parameter):
             if own_attributes(value):
                 raise refuse(
                     where, f"a tensor with {own_attributes(value)} attribute(s) of its own"
                 )
-        elif cls in PLAIN_LEAVES:
-            return
-        elif not _library_class(cls) or isinstance(value, torch.Tensor):
+            return torch.Tensor.view_as(value, value)
+        if cls in PLAIN_LEAVES:
+            return value
+        if not _library_class(cls) or isinstance(value, torch.Tensor):
             raise refuse(where, f"a {cls.__module__}.{cls.__qualname__}")
-        elif cls.__name__ == "TensorDescriptor":
-            check(value.base, f"{where}.base")
-        elif cls.__name__ == "constexpr":
-            check(value.value, f"{where}.value")
+        if cls.__name__ == "constexpr":
+            return cls(plain(value.value, f"{where}.value"))
+        if dataclasses.is_dataclass(cls):  # a TensorDescriptor: its base, shape, strides
+            held: Any = value
+            fields = {f.name: getattr(held, f.name) for f in dataclasses.fields(held)}
+            return dataclasses.replace(
+                held, **{k: plain(v, f"{where}.{k}") for k, v in fields.items()}
+            )
+        return value
 
-    for i, value in enumerate(args):
-        check(value, f"#{i}")
-    for name, value in kwargs.items():
-        if name != "grid":
-            check(value, name)
+    return (
+        tuple(plain(value, f"#{i}") for i, value in enumerate(args)),
+        {k: v if k == "grid" else plain(v, k) for k, v in kwargs.items()},
+    )
