@@ -249,6 +249,85 @@ def test_b_copy_through_an_argument_the_grid_changes_after_the_check(cpu_verifie
     assert v.error_class in (ErrorClass.MISMATCH, ErrorClass.NAN, ErrorClass.GUARD), v.message
 
 
+def test_b_copy_in_an_interpreted_launchs_call_of_a_library_objects_methods(
+    cpu_verifier, transpose_task
+):
+    """Any object of a Triton, NumPy or torch class was taken as a launch argument as it was:
+    an ``nn.Module`` given ``data_ptr``, ``untyped_storage`` and the rest was copied to the
+    host as a tensor would be, and its ``untyped_storage``, the chain, ran the transpose's copy
+    inside the launch and passed. Only the library's own launch arguments are taken now."""
+    cheat = _transpose_in_an_argument(
+        "        storage = out.untyped_storage()\n"
+        "        moved = itertools.chain(\n"
+        "            (None,), map(out.copy_, map(torch.t, itertools.repeat(x)))\n"
+        "        )\n"
+        "        shown = nn.Module()\n"
+        "        shown.data_ptr, shown.storage_offset = out.data_ptr, out.storage_offset\n"
+        "        shown.size, shown.stride, shown.new_empty = out.size, out.stride, out.new_empty\n"
+        "        shown.untyped_storage = functools.partial(next, map(operator.itemgetter(1), "
+        "zip(moved, itertools.repeat(storage))))\n",
+        "touch_kernel[(1,)](shown, 16, BLOCK=16)",
+    )
+    v = cpu_verifier.check(transpose_task, cheat)
+    assert not v.passed, v.message
+    assert "kernel argument #0 is a torch.nn.modules.module.Module" in v.message, v.message
+
+
+def test_b_copy_in_a_kernels_pre_run_hook(cpu_verifier, transpose_task):
+    """The interpreter calls a kernel's pre-run hooks inside the launch with its arguments: the
+    hook ``torch.Tensor.copy_`` given ``out`` and ``x.t()`` did the transpose there, with no
+    frame of the candidate's, and passed. A copy inside an interpreted launch is the
+    interpreter's only while it copies the arguments to the host and back."""
+    cheat = (
+        KERNEL_PRELUDE
+        + """
+@triton.jit
+def touch_first(dst, src):
+    offs = tl.arange(0, 16)
+    tl.store(dst + offs, tl.load(dst + offs))
+
+
+touch_first.add_pre_run_hook(torch.Tensor.copy_)
+
+
+class ModelNew(nn.Module):
+    def forward(self, x):
+        out = torch.empty(x.shape[1], x.shape[0], dtype=x.dtype, device=x.device)
+        touch_first[(1,)](out, x.t())
+        return out
+"""
+    )
+    v = cpu_verifier.check(transpose_task, cheat)
+    assert not v.passed and v.guard == "torch_compute", v.message
+    assert "aten.copy_" in v.message, v.message
+
+
+def test_library_launch_arguments_are_rebuilt_and_others_refused():
+    """``constexpr``, ``tl.dtype``, ``TensorWrapper``, NumPy scalars and torch dtypes pass as
+    new objects or as they are; a library object that holds attributes does not."""
+    import numpy as np
+    import torch
+    import triton
+    import triton.language as tl
+
+    from upskills.verify.interpreter_guards import NotPlainArgument, plain_arguments
+
+    x = torch.arange(8.0)
+    wrapped = triton.reinterpret(x, tl.int32)
+    given = (x, tl.constexpr(4), tl.float16, wrapped, np.int64(3), torch.float32)
+    args, named = plain_arguments(given, {"BLOCK": tl.constexpr(16), "grid": (1,)})
+    assert args[0] is not x and args[0].data_ptr() == x.data_ptr()
+    assert args[1] is not given[1] and args[1].value == 4
+    assert args[2] is not tl.float16 and args[2] == tl.float16
+    assert args[3] is not wrapped and args[3].base is not x and args[3].dtype == tl.int32
+    assert args[3].data_ptr() == x.data_ptr()
+    assert args[4] is given[4] and args[5] is torch.float32
+    assert named["BLOCK"].value == 16 and named["grid"] == (1,)
+    for refused in (torch.nn.Module(), torch.UntypedStorage(4), np.zeros(2)):
+        with pytest.raises(NotPlainArgument, match="not a launch argument"):
+            plain_arguments((refused,), {})
+
+
 def test_a_launch_inside_a_grid_leaves_the_outer_launch_its_bounds_check(cpu_verifier, add_task):
     """An interpreted launch inside another's grid reset the bounds to none when it ended, so
     the outer kernel's loads went unchecked: its unmasked reads past the end passed."""
@@ -281,20 +360,26 @@ class ModelNew(nn.Module):
 
 
 def test_inside_a_launch_only_allocations_views_and_the_interpreters_copies_are_the_launchers():
-    """The recorder's rule for an op inside a launch with no frame of the candidate's below it."""
+    """The recorder's rule for an op inside a launch with no frame of the candidate's below it:
+    a copy is the launcher's only while the interpreter copies the arguments to the host and
+    back, not anywhere else inside an interpreted launch (a pre-run hook's, say)."""
     import torch
 
     from upskills.verify.guards import LaunchState, OpLog, make_op_recorder
 
     x = torch.ones(256)
-    for interpreted, logged in ((False, ["copy_", "add"]), (True, ["add"])):
-        log, state = OpLog(), LaunchState(depth=1)
+    for interpreted, copying, logged in (
+        (False, 0, ["copy_", "add"]),
+        (True, 0, ["copy_", "add"]),
+        (True, 1, ["add"]),
+    ):
+        log, state = OpLog(), LaunchState(depth=1, interpreter_copies=copying)
         state.ranges = [] if interpreted else None
         with make_op_recorder(log, state):
             torch.empty(256).copy_(x)  # the interpreter's copy back, or a copy of no launcher
             torch.add(x, x)  # no launcher's op
             x.view(16, 16)  # a view: anybody's
-        assert [op.name for op in log.ops] == logged, (interpreted, log.ops)
+        assert [op.name for op in log.ops] == logged, (interpreted, copying, log.ops)
 
 
 def test_b_compute_op_hidden_from_the_ast(cpu_verifier, row_sum_task):

@@ -34,6 +34,7 @@ from upskills.verify.host_memory import (
 from upskills.verify.interpreter_guards import (
     argument_ranges,
     install_bounds_check,
+    install_copy_window,
     interpreter_autotune,
     plain_arguments,
 )
@@ -83,6 +84,9 @@ class LaunchState:
     launcher's, and its ops are recorded."""
     ranges: list[tuple[int, int, str]] | None = None
     """Memory of the running interpreted launch's tensor arguments: (start, end, name)."""
+    interpreter_copies: int = 0
+    """>0 while the interpreter copies a launch's arguments to the host or back (its only
+    copies: :func:`~upskills.verify.interpreter_guards.install_copy_window`)."""
     inputs: frozenset[int] | None = None
     """Storage addresses of the running trial's inputs (the judge's memory, not Python's);
     None outside a trial, where nothing is counted (:func:`python_memory`)."""
@@ -194,6 +198,7 @@ class LaunchCounter:
 
             InterpretedFunction.run = self._wrap_interpreted(InterpretedFunction.run)  # type: ignore[method-assign]
             install_bounds_check(self.state)
+            install_copy_window(self.state)
         except ImportError:
             pass
         try:  # autotuning: configs run once under the interpreter
@@ -444,15 +449,18 @@ def _candidate_code_in_launch(state: LaunchState) -> bool:
 def _launchers_op(name: str, state: LaunchState) -> bool:
     """Could an op of this name, inside a launch, be the launcher's own?
 
-    Allocations, views and metadata, anywhere; copies only inside an interpreted launch (the
-    interpreter copies each tensor argument to the host and back). Triton's launch on a GPU
-    runs no copy and no compute op of its own, and until 2026-12-06 every op inside a launch
-    with no Python frame of the candidate's below it was the launcher's: a grid made of
-    C-level callables (``functools.partial(next, map(..., map(out.copy_,
+    Allocations, views and metadata, anywhere; copies only while the interpreter copies a
+    launch's arguments to the host and back (:attr:`LaunchState.interpreter_copies`). Triton's
+    launch on a GPU runs no copy and no compute op of its own, and until 2026-12-06 every op
+    inside a launch with no Python frame of the candidate's below it was the launcher's: a grid
+    made of C-level callables (``functools.partial(next, map(..., map(out.copy_,
     itertools.starmap(torch.add, ...))))``) ran ``torch.add`` inside the launch with no such
-    frame, and passed the CPU verifier, static check and all.
+    frame, and passed the CPU verifier, static check and all. Until the forty-fourth session a
+    copy anywhere inside an interpreted launch was the interpreter's: a kernel's pre-run hook
+    (``kernel.add_pre_run_hook(torch.Tensor.copy_)``, called by the interpreter with the
+    launch's arguments ``out`` and ``x.t()``) did a transpose task's work there and passed.
     """
-    return name in ALLOWED_OPS or (state.ranges is not None and name in DATA_MOVEMENT_OPS)
+    return name in ALLOWED_OPS or (state.interpreter_copies > 0 and name in DATA_MOVEMENT_OPS)
 
 
 def make_op_recorder(log: OpLog, state: LaunchState, mark: str | None = None) -> Any:

@@ -89,6 +89,31 @@ def _check_bounds(state: LaunchState, ptrs: Any, mask: Any, what: str) -> None:
     )
 
 
+def install_copy_window(state: LaunchState) -> None:
+    """Mark the interpreter's copies of a launch's arguments, to the host and back.
+
+    They are its only copies, and the only ones inside an interpreted launch that are not the
+    candidate's (:func:`upskills.verify.guards._launchers_op`); its arguments are plain by then
+    (:func:`plain_arguments`), so no code of the candidate's runs inside these two calls.
+    """
+    from triton.runtime.interpreter import GridExecutor  # pyright: ignore[reportMissingTypeStubs]
+
+    def copying(method: Callable[..., Any]) -> Callable[..., Any]:
+        def counted(*args: Any, **kwargs: Any) -> Any:
+            state.interpreter_copies += 1
+            try:
+                return method(*args, **kwargs)
+            finally:
+                state.interpreter_copies -= 1
+
+        counted.__wrapped__ = method  # type: ignore[attr-defined]
+        return counted
+
+    executor: Any = GridExecutor
+    for name in ("_init_args_hst", "_restore_args_dev"):
+        setattr(executor, name, copying(getattr(executor, name)))
+
+
 def install_bounds_check(state: LaunchState) -> None:
     """Make the Triton interpreter reject loads/stores outside the launch's tensor arguments.
 
@@ -127,6 +152,44 @@ def install_bounds_check(state: LaunchState) -> None:
     InterpreterBuilder.create_atomic_cas = atomic_cas  # type: ignore[method-assign]
 
 
+_REFUSED: Any = object()
+
+
+def _rebuilt_library_value(value: Any, cls: Any, plain: Callable[[Any, str], Any]) -> Any:
+    """A library object as a launch argument, rebuilt from plain parts, or :data:`_REFUSED`.
+
+    A ``constexpr`` (its value), a ``TensorDescriptor`` (its fields), a ``TensorWrapper`` (its
+    tensor and type: ``triton.reinterpret``) and a ``tl.dtype`` (its name) are rebuilt; an
+    object of a class whose instances hold no attributes (a ``numpy.int64``, a
+    ``torch.dtype``, a ``torch.device``) is taken as it is unless it answers ``data_ptr`` or
+    is a NumPy array.
+    Anything else is refused: until the forty-fourth session any object of a library class
+    was taken as it was, and an ``nn.Module`` given the attributes ``data_ptr``,
+    ``untyped_storage`` and the rest became a pointer argument whose ``untyped_storage``, a
+    chain of C-level callables, ran a transpose task's copy inside the launch and passed.
+    """
+    import dataclasses
+
+    import triton.language as tl  # pyright: ignore[reportMissingTypeStubs]
+    from triton.runtime.jit import TensorWrapper  # pyright: ignore[reportMissingTypeStubs]
+
+    if cls.__name__ == "constexpr":
+        return cls(plain(value.value, ".value"))
+    if dataclasses.is_dataclass(cls):  # a TensorDescriptor: its base, shape, strides
+        fields = {f.name: getattr(value, f.name) for f in dataclasses.fields(value)}
+        return dataclasses.replace(value, **{k: plain(v, f".{k}") for k, v in fields.items()})
+    if cls is TensorWrapper:
+        return TensorWrapper(plain(value.base, ".base"), plain(value.dtype, ".dtype"))
+    dtype: Any = tl.dtype
+    if cls is dtype and type(value.name) is str:
+        return dtype(value.name)
+    if cls.__name__ == "ndarray":  # holds objects (dtype=object) and takes attributes' roles
+        return _REFUSED
+    if getattr(cls, "__dictoffset__", 1) == 0 and not hasattr(cls, "data_ptr"):
+        return value
+    return _REFUSED
+
+
 class NotPlainArgument(TypeError):
     """An interpreted launch's argument whose methods the interpreter would call inside it."""
 
@@ -148,7 +211,7 @@ def plain_arguments(
     The interpreter reads its arguments inside the launch: it copies each tensor to the host
     and back through the tensor's own ``untyped_storage``, ``storage_offset``, ``size`` and
     ``stride``, and turns constants into NumPy values through their ``__index__`` and
-    ``__int__``. Guard (b) leaves copies inside an interpreted launch to the interpreter
+    ``__int__``. Guard (b) leaves those copies to the interpreter
     (:func:`~upskills.verify.guards._launchers_op`), so an argument whose methods were a chain
     of C-level callables ran a copy there unseen: a tensor whose own attribute shadowed
     ``untyped_storage``, an ``int`` subclass whose ``__index__`` did, and a plain tensor that
@@ -156,18 +219,14 @@ def plain_arguments(
     interpreter copied it back (each passed a transpose task, 2026-12-06).
 
     So each argument must be a ``torch.Tensor`` or an ``nn.Parameter`` of exactly that class
-    with no attribute of its own, an exact ``int``, ``float``, ``bool``, ``str`` or ``None``, an
-    instance of a class of Triton, NumPy or torch themselves (a ``tl.float16``, a
-    ``numpy.int64``, a ``torch.dtype``; a ``TensorDescriptor``'s fields and a ``constexpr``'s
-    value are held to the same rule), or an exact tuple or list of these; anything else is
-    refused before the launch. And the launch gets new objects the candidate holds no
-    reference to: a fresh view of each tensor, a new descriptor, ``constexpr``, tuple and
-    list, so nothing the candidate runs later can change what the interpreter reads. On a GPU
-    the launch wrapper rebuilds every argument before the launch the same way
-    (``host_memory.launch_arguments``).
+    with no attribute of its own, an exact ``int``, ``float``, ``bool``, ``str`` or ``None``, a
+    launch argument of Triton, NumPy or torch themselves (:func:`_rebuilt_library_value`), or
+    an exact tuple or list of these; anything else is refused before the launch. And the
+    launch gets new objects the candidate holds no reference to: a fresh view of each tensor,
+    a new descriptor, ``constexpr``, wrapper, ``tl.dtype``, tuple and list, so nothing the
+    candidate runs later can change what the interpreter reads. On a GPU the launch wrapper
+    rebuilds every argument before the launch the same way (``host_memory.launch_arguments``).
     """
-    import dataclasses
-
     import torch
 
     from upskills.verify.candidate_timing import PLAIN_LEAVES, own_attributes
@@ -192,15 +251,10 @@ def plain_arguments(
             return value
         if not _library_class(cls) or isinstance(value, torch.Tensor):
             raise refuse(where, f"a {cls.__module__}.{cls.__qualname__}")
-        if cls.__name__ == "constexpr":
-            return cls(plain(value.value, f"{where}.value"))
-        if dataclasses.is_dataclass(cls):  # a TensorDescriptor: its base, shape, strides
-            held: Any = value
-            fields = {f.name: getattr(held, f.name) for f in dataclasses.fields(held)}
-            return dataclasses.replace(
-                held, **{k: plain(v, f"{where}.{k}") for k, v in fields.items()}
-            )
-        return value
+        rebuilt = _rebuilt_library_value(value, cls, lambda item, at: plain(item, where + at))
+        if rebuilt is _REFUSED:
+            raise refuse(where, f"a {cls.__module__}.{cls.__qualname__} (not a launch argument)")
+        return rebuilt
 
     return (
         tuple(plain(value, f"#{i}") for i, value in enumerate(args)),
