@@ -24,6 +24,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, cast
 
+from upskills.verify.gpu_compile import compile_for_gpu
 from upskills.verify.host_memory import (
     held_addresses,
     host_addresses,
@@ -169,6 +170,8 @@ class LaunchCounter:
 
         def bounded(interpreted: Any, *args: Any, **kwargs: Any) -> Any:
             args, kwargs = plain_arguments(args, kwargs)  # the interpreter reads them inside
+            if not kwargs.get("warmup") and not getattr(interpreted, "_upskills_internal", 0):
+                compile_for_gpu(interpreted, args, kwargs)  # a kernel the GPU would refuse
             names = list(getattr(interpreted, "arg_names", []))
             if state.depth == 0 and state.inputs is not None:  # a kernel reads host memory too
                 state.python_memory += python_memory((args, kwargs), state.inputs)

@@ -75,6 +75,8 @@ _OWN_MODULES = (
     "upskills.verify.transport",
     "upskills.verify.guards",
     "upskills.verify.interpreter_guards",
+    "upskills.verify.gpu_compile",
+    "upskills.verify.gpu_compile_server",
     "upskills.verify.library_snapshot",
     "upskills.verify.modes",
     "upskills.verify.dispatch_table",

@@ -90,7 +90,8 @@ def classify_exception(exc: BaseException) -> ErrorClass:
     """COMPILE for kernel compilation errors, CRASH for fatal CUDA errors, else RUNTIME."""
     names = {cls.__name__ for cls in type(exc).__mro__}
     text = str(exc)
-    if names & {"CompilationError", "CompileTimeAssertionFailure", "UnsupportedLanguageConstruct"}:
+    compile_errors = {"CompilationError", "CompileTimeAssertionFailure", "GpuCompileError"}
+    if names & (compile_errors | {"UnsupportedLanguageConstruct"}):
         return ErrorClass.COMPILE
     if "Error building extension" in text or "ninja: build stopped" in text:
         return ErrorClass.COMPILE
