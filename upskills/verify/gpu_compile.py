@@ -33,6 +33,9 @@ from typing import Any, cast
 ANSWER_S = 120.0
 """How long a compile may take before the launch goes on uncompiled."""
 
+SERVER_MODULES = frozenset({"triton", "math"})
+"""The packages a request may name by module; the compiler process imports them (no other
+module's code runs there: a module of the candidate's own is not carried)."""
 SKIPPED: list[str] = []
 """Why launches could not be compiled (not the kernel's fault), in order."""
 LOG_VARIABLE = "UPSKILLS_GPU_COMPILE_LOG"
@@ -58,6 +61,8 @@ def _describe(value: Any, functions: dict[str, Any]) -> dict[str, Any]:
 
     cls: Any = cast(Any, type(value))
     if isinstance(value, types.ModuleType):
+        if value.__name__.split(".")[0] not in SERVER_MODULES:  # its import would run code
+            raise _Unsupported(f"the module {value.__name__}")
         return {"module": value.__name__}
     if isinstance(value, InterpretedFunction):
         return {"function": _add_function(value, functions)}
