@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.verify.conftest import GOOD_ADD
 from upskills.verify.verdict import ErrorClass
 
 pytest.importorskip("triton")
@@ -46,27 +47,12 @@ class ModelNew(nn.Module):
 """
 )
 
-PYTHON_ON_A_BLOCK = (
-    PRELUDE
-    + """
-@triton.jit
-def add_kernel(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr):
-    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
-    mask = offs < n
-    x = tl.load(x_ptr + offs, mask=mask)
-    y = tl.load(y_ptr + offs, mask=mask)
-    x.handle.data[:] = x.handle.data + y.handle.data  # NumPy on the block: interpreter only
-    tl.store(out_ptr + offs, x, mask=mask)
-
-
-class ModelNew(nn.Module):
-    def forward(self, x, y):
-        out = torch.empty_like(x)
-        n = x.numel()
-        add_kernel[(triton.cdiv(n, 1024),)](x, y, out, n, BLOCK=1024)
-        return out
-"""
+PYTHON_ON_A_BLOCK = GOOD_ADD.replace(
+    "    tl.store(out_ptr + offs, x + y, mask=mask)",
+    "    x.handle.data[:] = x.handle.data + y.handle.data  # NumPy on the block: interpreter only\n"
+    "    tl.store(out_ptr + offs, x, mask=mask)",
 )
+assert PYTHON_ON_A_BLOCK != GOOD_ADD
 
 
 @pytest.mark.parametrize("source", [RUNTIME_BOUND, PYTHON_ON_A_BLOCK], ids=["bound", "numpy"])
@@ -77,8 +63,6 @@ def test_a_kernel_only_the_interpreter_runs_fails_to_compile(cpu_verifier, add_t
 
 
 def test_an_honest_kernel_still_passes(cpu_verifier, add_task):
-    from tests.verify.conftest import GOOD_ADD
-
     v = cpu_verifier.check(add_task, GOOD_ADD)
     assert v.passed, v.message
 
@@ -162,3 +146,28 @@ def test_helpers_globals_methods_and_options_reach_the_compiler(tmp_path):
         [sys.executable, str(script)], capture_output=True, text=True, env=env, timeout=300
     )
     assert done.returncode == 0 and "checked" in done.stdout, done.stderr[-3000:]
+
+
+def test_the_compiler_process_evaluates_no_annotation_but_a_name(tmp_path, monkeypatch):
+    """The server runs a kernel's ``def`` only: an annotation that is an expression of the
+    candidate's (here one that would write a file) is taken off, not run; Triton's compiler
+    then reads the source itself."""
+    from upskills.verify.gpu_compile_server import handle
+
+    monkeypatch.chdir(tmp_path)
+    source = "def k(x_ptr, n: open('ran', 'w')):\n    pass\n"
+    (tmp_path / "k.py").write_text(source, encoding="utf-8")  # where Triton reads it from
+    spec = {"name": "k", "module": "m", "source": source, "filename": str(tmp_path / "k.py")}
+    spec["line"] = 1
+    functions = {"1": {**spec, "options": {}, "globals": {}}}
+    request = {
+        "kernel": "1",
+        "functions": functions,
+        "signature": {"x_ptr": "*fp32", "n": "i32"},
+        "constexprs": [],
+        "attrs": [],
+        "options": {},
+    }
+    reply = handle(request)
+    assert not (tmp_path / "ran").exists(), reply
+    assert "skip" not in reply, reply  # it reached Triton's compiler (which refuses the call)

@@ -42,7 +42,10 @@ LOG_VARIABLE = "UPSKILLS_GPU_COMPILE_LOG"
 """A file each launch's outcome is appended to, when set (compiled, skipped and why, refused):
 how to see that a suite's kernels were compiled rather than skipped."""
 _DONE: dict[str, None] = {}
-"""Specializations compiled in this process."""
+"""Requests answered "compiled" in this process (a launch repeated is not compiled again)."""
+_BINDERS: dict[int, tuple[Any, Any, Any, Any]] = {}
+"""Each interpreted function's ``JITFunction``, backend and binder, by ``id`` of its Python
+function (held, so the ``id`` is not reused)."""
 _SERVER: list[subprocess.Popen[str]] = []
 """The compiler process, once started."""
 
@@ -116,9 +119,13 @@ def _request(interpreted: Any, args: tuple[Any, ...], named: dict[str, Any]) -> 
 
     compiler: Any = compiler_module
     jit: Any = jit_module
-    jitted = jit.JITFunction(interpreted.fn, **interpreted.kwargs)
-    backend = compiler.make_backend(backends.GPUTarget(*TARGET))
-    binder = jit.create_function_from_signature(jitted.signature, jitted.params, backend)
+    fn = interpreted.fn
+    if id(fn) not in _BINDERS:  # a kernel's binder depends on its signature alone
+        jitted = jit.JITFunction(fn, **interpreted.kwargs)
+        backend = compiler.make_backend(backends.GPUTarget(*TARGET))
+        binder = jit.create_function_from_signature(jitted.signature, jitted.params, backend)
+        _BINDERS[id(fn)] = (fn, jitted, backend, binder)
+    _, jitted, backend, binder = _BINDERS[id(fn)]
     bound, specialization, options = binder(*args, **named)
     _, signature, constexprs, attrs = jitted._pack_args(
         backend, named, bound, specialization, options
@@ -154,10 +161,10 @@ def _server() -> subprocess.Popen[str]:
     return proc
 
 
-def _ask(request: dict[str, Any]) -> dict[str, Any]:
+def _ask(payload: str) -> dict[str, Any]:
     proc = _server()
     assert proc.stdin is not None and proc.stdout is not None
-    proc.stdin.write(json.dumps(request) + "\n")
+    proc.stdin.write(payload + "\n")
     proc.stdin.flush()
     ready, _, _ = select.select([proc.stdout], [], [], ANSWER_S)
     line = proc.stdout.readline() if ready else ""
@@ -186,25 +193,14 @@ def compile_for_gpu(interpreted: Any, args: tuple[Any, ...], kwargs: dict[str, A
 
 
 def _compile(interpreted: Any, name: str, args: tuple[Any, ...], named: dict[str, Any]) -> str:
-    try:
-        request = _request(interpreted, args, named)
-        key = json.dumps(
-            [
-                request["kernel"],
-                request["signature"],
-                request["constexprs"],
-                request["attrs"],
-                request["options"],
-            ],
-            sort_keys=True,
-            default=str,
-        )
+    try:  # the request is the key: its functions' sources and globals, its specialization
+        payload = json.dumps(_request(interpreted, args, named), sort_keys=True)
     except Exception as exc:  # noqa: BLE001 - what this module cannot carry is not the kernel's
         SKIPPED.append(f"{name}: not compiled ({type(exc).__name__}: {exc})")
         return "skipped"
-    if key in _DONE:
+    if payload in _DONE:
         return "compiled before"
-    reply = _ask(request)
+    reply = _ask(payload)
     if "error" in reply:
         raise GpuCompileError(
             f"kernel {name} runs under the Triton interpreter but does not compile for a GPU "
@@ -213,5 +209,5 @@ def _compile(interpreted: Any, name: str, args: tuple[Any, ...], named: dict[str
     if "skip" in reply:
         SKIPPED.append(f"{name}: not compiled ({reply['skip']})")
         return "skipped"
-    _DONE[key] = None
+    _DONE[payload] = None
     return "compiled"

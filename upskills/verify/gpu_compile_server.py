@@ -7,20 +7,26 @@ the kernel) or ``{"skip": reason}`` (this process could not try). A request carr
 function's source, the globals it names (modules by name, constants by value, other kernels
 by reference) and the launch's specialization as ``JITFunction.run`` computed it
 (signature, constexprs, attributes, options). Only ``def`` statements are executed here, with
-their decorators and defaults taken off: none of the candidate's module-level code runs.
+their decorators and defaults taken off and their annotations kept as text: none of the
+candidate's module-level code runs.
 """
 
 from __future__ import annotations
+import __future__
 
 import ast
 import builtins
 import importlib
 import json
 import sys
+import warnings
 from typing import Any, cast
 
 TARGET = ("cuda", 90, 32)
 """sm_90 (H100/H200), 32-lane warps: the GPU every CPU verdict's kernels are compiled for."""
+
+ANNOTATIONS_AS_TEXT = __future__.annotations.compiler_flag
+"""How the ``def`` statements are compiled: their annotations are strings, never run."""
 
 FRONT_END_ERRORS = frozenset(
     {"CompilationError", "CompileTimeAssertionFailure", "UnsupportedLanguageConstruct"}
@@ -76,27 +82,32 @@ def _function(
     node.decorator_list = []
     node.args.defaults, node.args.kw_defaults = [], [None] * len(node.args.kwonlyargs)
     ast.increment_lineno(tree, spec["line"] - 1)
-    exec(compile(tree, spec["filename"], "exec"), scope)  # noqa: S102 - the def statement only
+    # annotations kept as strings, never evaluated (Triton reads "tl.constexpr" as text)
+    code = compile(tree, spec["filename"], "exec", flags=ANNOTATIONS_AS_TEXT, dont_inherit=True)
+    exec(code, scope)  # noqa: S102 - the def statement only
     fn = scope[node.name]
-    jitted = cast_any(jit).JITFunction(fn, **spec["options"])
+    jit_function: Any = jit.JITFunction
+    jitted = jit_function(fn, **spec["options"])
     built[key] = jitted
     return jitted
 
 
-def cast_any(value: object) -> Any:
-    """``value`` typed ``Any`` (Triton ships no type stubs)."""
-    return value
-
-
 def handle(request: dict[str, Any]) -> dict[str, Any]:
     """Compile one launch's kernel; ``ok``, ``error`` or ``skip``."""
+    with warnings.catch_warnings():  # Triton 3.9's note on its FP fusion default, and such
+        warnings.simplefilter("ignore")
+        return _handle(request)
+
+
+def _handle(request: dict[str, Any]) -> dict[str, Any]:
     import triton.backends.compiler as backends  # pyright: ignore[reportMissingTypeStubs]
     import triton.compiler as compiler_module  # pyright: ignore[reportMissingTypeStubs]
 
-    compiler = cast_any(compiler_module)
+    compiler: Any = compiler_module
+    gpu_target: Any = backends.GPUTarget
     try:
         jitted = _function(request["functions"], request["kernel"], {})
-        target = cast_any(backends).GPUTarget(*TARGET)
+        target = gpu_target(*TARGET)
         backend = compiler.make_backend(target)
         options = backend.parse_options(request["options"])
         constexprs = {tuple(path): _value(value) for path, value in request["constexprs"]}
@@ -117,9 +128,6 @@ def handle(request: dict[str, Any]) -> dict[str, Any]:
 
 def main() -> None:
     """Serve requests from stdin until it closes."""
-    import warnings
-
-    warnings.filterwarnings("ignore")  # Triton 3.9's note on its FP fusion default, and such
     for line in sys.stdin:
         try:
             reply = handle(json.loads(line))

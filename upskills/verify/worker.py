@@ -15,6 +15,7 @@ import traceback
 import types
 from typing import Any
 
+from upskills.verify.gpu_compile_server import FRONT_END_ERRORS
 from upskills.verify.verdict import ErrorClass
 
 _CUDA_FATAL = (
@@ -90,8 +91,7 @@ def classify_exception(exc: BaseException) -> ErrorClass:
     """COMPILE for kernel compilation errors, CRASH for fatal CUDA errors, else RUNTIME."""
     names = {cls.__name__ for cls in type(exc).__mro__}
     text = str(exc)
-    compile_errors = {"CompilationError", "CompileTimeAssertionFailure", "GpuCompileError"}
-    if names & (compile_errors | {"UnsupportedLanguageConstruct"}):
+    if names & (FRONT_END_ERRORS | {"GpuCompileError"}):
         return ErrorClass.COMPILE
     if "Error building extension" in text or "ninja: build stopped" in text:
         return ErrorClass.COMPILE
