@@ -62,13 +62,109 @@ def test_a_kernel_only_the_interpreter_runs_fails_to_compile(cpu_verifier, add_t
     assert "does not compile for a GPU (sm_90)" in v.message, v.message
 
 
+def _dodge(source: str, before: str, after: str) -> str:
+    changed = source.replace(before, after)
+    assert changed != source
+    return changed
+
+
+# Python on a block again, each time with a way the compile could be dodged before: a global
+# of the candidate's own class or a module the compiler process does not import (each was
+# skipped as a global the request could not carry), a callable launch option (skipped), an
+# option a GPU launch refuses (the binder's failures were skipped); and swaps, where the
+# compiler was given Triton's own object for the candidate's: a constexpr whose class only
+# names itself Triton's, a subclass of the interpreter's @jit function, a module of the
+# candidate's named as Triton's (each compiled as the library's, its operator never seen)
+PROGRAM_ID = "    pid = tl.program_id(0)\n"
+CONSTEXPR_SUBCLASS = """
+class constexpr(tl.constexpr):  # named and placed as Triton's own, its operator Python
+    __module__ = "triton.language.core"
+
+    def __add__(self, block):
+        block.handle.data[:] = block.handle.data * 1  # NumPy on the block: interpreter only
+        return block
+
+
+ZERO = constexpr(0)
+"""
+HELPER_SUBCLASS = """
+class Helper(type(add_kernel)):  # the interpreter's @jit function, its call Python
+    def __call__(self, block):
+        block.handle.data[:] = block.handle.data * 1  # NumPy on the block: interpreter only
+        return block
+
+
+def jit(fn):
+    return Helper(fn)
+
+
+@jit
+def helper(v):
+    return v
+"""
+MODULE_NAMED_TRITONS = """
+import types
+
+
+class Adds:
+    def __add__(self, block):
+        block.handle.data[:] = block.handle.data * 1  # NumPy on the block: interpreter only
+        return block
+
+
+core = types.ModuleType("triton.language.core")  # compiled as Triton's own, its int there
+core.TRITON_MAX_TENSOR_NUMEL = Adds()
+"""
+DODGES = {
+    "own_object": _dodge(
+        _dodge(
+            PYTHON_ON_A_BLOCK,
+            "@triton.jit",
+            "class Box:\n    pass\n\n\nBOX = Box()\n\n\n@triton.jit",
+        ),
+        PROGRAM_ID,
+        PROGRAM_ID + "    if BOX is None:\n        pid = pid + 1\n",
+    ),
+    "module": _dodge(
+        PYTHON_ON_A_BLOCK, PROGRAM_ID, PROGRAM_ID + "    if torch is None:\n        pid = pid + 1\n"
+    ),
+    "callable_option": _dodge(
+        PYTHON_ON_A_BLOCK, "@triton.jit", "@triton.jit(launch_metadata=lambda *a: {})"
+    ),
+    "unknown_option": _dodge(PYTHON_ON_A_BLOCK, "BLOCK=1024)", "BLOCK=1024, dodge=1)"),
+    "bad_option": _dodge(PYTHON_ON_A_BLOCK, "BLOCK=1024)", "BLOCK=1024, num_warps=3)"),
+    "constexpr_subclass": _dodge(
+        _dodge(GOOD_ADD, "@triton.jit", CONSTEXPR_SUBCLASS + "\n\n@triton.jit"),
+        "tl.store(out_ptr + offs, x + y, mask=mask)",
+        "tl.store(out_ptr + offs, ZERO + (x + y), mask=mask)",
+    ),
+    "jit_subclass": _dodge(
+        _dodge(GOOD_ADD, "class ModelNew", HELPER_SUBCLASS + "\n\nclass ModelNew"),
+        "tl.store(out_ptr + offs, x + y, mask=mask)",
+        "tl.store(out_ptr + offs, helper(x + y), mask=mask)",
+    ),
+    "module_named_tritons": _dodge(
+        _dodge(GOOD_ADD, "@triton.jit", MODULE_NAMED_TRITONS + "\n\n@triton.jit"),
+        "tl.store(out_ptr + offs, x + y, mask=mask)",
+        "tl.store(out_ptr + offs, core.TRITON_MAX_TENSOR_NUMEL + (x + y), mask=mask)",
+    ),
+}
+
+
+@pytest.mark.parametrize("source", DODGES.values(), ids=DODGES.keys())
+def test_nothing_the_candidate_writes_leaves_its_launch_uncompiled(cpu_verifier, add_task, source):
+    v = cpu_verifier.check(add_task, source)
+    assert not v.passed and v.error_class == ErrorClass.COMPILE, v.message
+    assert "does not compile for a GPU (sm_90)" in v.message, v.message
+
+
 def test_an_honest_kernel_still_passes(cpu_verifier, add_task):
     v = cpu_verifier.check(add_task, GOOD_ADD)
     assert v.passed, v.message
 
 
 COMPILED_HERE = """
-import os, sys
+import collections, os, sys, types
 os.environ["TRITON_INTERPRET"] = "1"
 import torch
 import triton
@@ -122,8 +218,56 @@ def boxed(x_ptr):
     tl.store(x_ptr, v)
 
 
-compile_for_gpu(boxed, (x,), {})  # a global of the candidate's own class: not carried
-assert len(SKIPPED) == 1 and "__main__.Box" in SKIPPED[0], SKIPPED
+try:  # a global of the candidate's own class: a stand-in Triton refuses, as the real one
+    compile_for_gpu(boxed, (x,), {})
+except GpuCompileError as exc:
+    assert "Cannot access global variable BOX" in str(exc), exc
+else:
+    raise AssertionError("compiled")
+Pair = collections.namedtuple("Pair", "a b")
+
+
+@triton.jit
+def ping(v, depth: tl.constexpr):
+    if depth > 0:
+        v = pong(v, depth - 1)
+    return v
+
+
+@triton.jit
+def pong(v, depth: tl.constexpr):
+    if depth > 0:
+        v = ping(v, depth - 1)
+    return v + 1
+
+
+@triton.jit
+def paired(x_ptr, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    pair = Pair(tl.load(x_ptr + offs), 1.0)
+    tl.store(x_ptr + offs, ping(pair.a + pair.b, 3))
+
+
+# a named tuple's class and functions that name each other: built as Triton sees them
+compile_for_gpu(paired, (x,), {"BLOCK": 16})
+assert not SKIPPED, SKIPPED
+core = tl.core
+
+
+@triton.jit
+def numel_added(x_ptr, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    tl.store(x_ptr + offs, tl.load(x_ptr + offs) + core.TRITON_MAX_TENSOR_NUMEL)
+
+
+compile_for_gpu(numel_added, (x,), {"BLOCK": 16})  # Triton's own module: compiled
+core = types.ModuleType("triton.language.core")  # the candidate's, under Triton's name
+try:  # compiled again, not answered from Triton's cache (whose key holds no module)
+    compile_for_gpu(numel_added, (x,), {"BLOCK": 16})
+except GpuCompileError as exc:
+    assert "TRITON_MAX_TENSOR_NUMEL" in str(exc), exc
+else:
+    raise AssertionError("answered from the cache")
 try:
     compile_for_gpu(bad, (x, 16), {})
 except GpuCompileError as exc:
@@ -137,8 +281,10 @@ print("checked")
 def test_helpers_globals_methods_and_options_reach_the_compiler(tmp_path):
     """An honest kernel with a helper, a constexpr global, a tensor method, the library's own
     ``@jit`` functions and two launch options compiles with nothing skipped, and a refusal
-    carries Triton's own message; a kernel naming a global the compiler process cannot be
-    given is skipped, not refused."""
+    carries Triton's own message; a global of the candidate's own class is refused as Triton
+    refuses it; a named tuple's class and functions that name each other compile; a kernel
+    compiled with Triton's own module and sent again with a module of the candidate's under
+    that name is compiled again, not answered from Triton's cache."""
     script = tmp_path / "compiled_here.py"
     script.write_text(textwrap.dedent(COMPILED_HERE), encoding="utf-8")
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
@@ -171,3 +317,25 @@ def test_the_compiler_process_evaluates_no_annotation_but_a_name(tmp_path, monke
     reply = handle(request)
     assert not (tmp_path / "ran").exists(), reply
     assert "skip" not in reply, reply  # it reached Triton's compiler (which refuses the call)
+
+
+def test_a_compiler_that_cannot_start_skips_and_one_that_hangs_refuses(monkeypatch):
+    """A compiler process that never says it is ready is this machine's limit (the launch is
+    not compiled, and no later launch tries again); one that started and then gives no answer
+    in time was hung or crashed by the kernel it was given, which fails the check."""
+    from upskills.verify import gpu_compile
+
+    monkeypatch.setattr(gpu_compile, "_SERVER", [])
+    monkeypatch.setattr(gpu_compile, "_BROKEN", [])
+    monkeypatch.setattr(gpu_compile, "SERVER_COMMAND", ("-c", "print('{\"ready\": false}')"))
+    assert gpu_compile._ask("{}") == {"skip": "the compiler process did not start (not ready)"}
+    assert gpu_compile._ask("{}") == {"skip": "the compiler process did not start (not ready)"}
+    assert gpu_compile._BROKEN == ["not ready"]  # tried once
+
+    hangs = "import sys, time; print('{\"ready\": true}', flush=True); time.sleep(60)"
+    monkeypatch.setattr(gpu_compile, "_BROKEN", [])
+    monkeypatch.setattr(gpu_compile, "SERVER_COMMAND", ("-c", hangs))
+    monkeypatch.setattr(gpu_compile, "ANSWER_S", 1.0)
+    reply = gpu_compile._ask("{}")
+    assert reply == {"error": "Triton's compiler crashed or did not finish in 1 s"}, reply
+    assert gpu_compile._SERVER[0].returncode != 0  # killed

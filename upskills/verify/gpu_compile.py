@@ -11,9 +11,11 @@ done by :mod:`upskills.verify.gpu_compile_server`, a process started without
 interpreted ones, which its compiler cannot call; ``verifier.md``). A refusal fails the check
 as ``compile``, with Triton's message, before the interpreted launch runs.
 
-What cannot be compiled that way is not held against the kernel: a global the request cannot
-carry (an object of the candidate's), a Triton whose internals differ, a compiler process that
-does not answer. Those launches run as before and say why in :data:`SKIPPED`.
+Only this machine's limits leave a launch uncompiled: a Triton without the binder, a compiler
+process that does not start or cannot run its tools. Those launches run as before and say why
+in :data:`SKIPPED`. Nothing the candidate writes does: what a request cannot carry goes as a
+stand-in Triton treats as it treats the real one (:func:`_describe`), and a launch that fails
+before its compile (an argument or option a GPU launch refuses) fails the check.
 """
 
 from __future__ import annotations
@@ -31,7 +33,14 @@ from pathlib import Path
 from typing import Any, cast
 
 ANSWER_S = 120.0
-"""How long a compile may take before the launch goes on uncompiled."""
+"""How long a compile may take (an honest kernel's takes 0.1-0.3 s here); a compile that
+takes longer, or crashes the compiler process, fails the check, as it would fail the launch
+on a GPU."""
+START_S = 120.0
+"""How long the compiler process may take to start and import Triton (about 0.5 s here);
+if it does not, no launch of this process is compiled (this machine's limit)."""
+SERVER_COMMAND = ("-m", "upskills.verify.gpu_compile_server")
+"""The compiler process's arguments to this Python."""
 
 SERVER_MODULES = frozenset({"triton", "math"})
 """The packages a request may name by module; the compiler process imports them (no other
@@ -48,6 +57,8 @@ _BINDERS: dict[int, tuple[Any, Any, Any, Any]] = {}
 function (held, so the ``id`` is not reused)."""
 _SERVER: list[subprocess.Popen[str]] = []
 """The compiler process, once started."""
+_BROKEN: list[str] = []
+"""Why the compiler process could not start, once it could not (it is not tried again)."""
 
 
 class GpuCompileError(Exception):
@@ -58,24 +69,66 @@ class _Unsupported(Exception):
     """A request this module cannot build; the launch is not compiled."""
 
 
+class _Refused(Exception):
+    """A launch that fails on a GPU before its compile (as ``JITFunction.run`` would)."""
+
+
 def _describe(value: Any, functions: dict[str, Any]) -> dict[str, Any]:
-    """A global or constexpr as the server rebuilds it."""
+    """A global or constexpr as the server rebuilds it.
+
+    What cannot travel goes as a stand-in the compiler sees as Triton would see the real one
+    where it matters: a module of the candidate's as an empty module (Triton takes a module
+    global; the static check refuses reading torch or NumPy in a kernel), any other object of
+    the candidate's as an object Triton's rule for globals refuses, as it refuses the real one.
+    Nothing a candidate writes makes its launch go uncompiled. A library object is carried as
+    itself only if it is one: found where its name says, of exactly the library's class (a
+    subclass's operators or ``__call__`` would run in the interpreted kernel, unseen here).
+    """
+    import triton.language as tl  # pyright: ignore[reportMissingTypeStubs]
     from triton.runtime.interpreter import InterpretedFunction  # pyright: ignore[reportMissingTypeStubs]
 
+    language: Any = tl
     cls: Any = cast(Any, type(value))
     if isinstance(value, types.ModuleType):
-        if value.__name__.split(".")[0] not in SERVER_MODULES:  # its import would run code
-            raise _Unsupported(f"the module {value.__name__}")
-        return {"module": value.__name__}
-    if isinstance(value, InterpretedFunction):
+        name = value.__name__
+        if name.split(".")[0] in SERVER_MODULES and sys.modules.get(name) is value:
+            return {"module": name}
+        # another module's import would run code; a module object of the candidate's that
+        # calls itself Triton's is not Triton's
+        return {"stub_module": str(name)}
+    if cls is InterpretedFunction:  # exactly: a subclass's __call__ would run in the kernel
         return {"function": _add_function(value, functions)}
     if value is None or cls in (int, float, bool, str):
         return {"value": value}
-    if cls.__name__ == "constexpr" and cls.__module__.startswith("triton."):
-        return {"value": {"constexpr": _describe(value.value, functions)["value"]}}
-    if cls.__name__ == "dtype" and cls.__module__.startswith("triton.") and type(value.name) is str:
-        return {"value": {"dtype": value.name}}
-    raise _Unsupported(f"a {cls.__module__}.{cls.__qualname__}")
+    if cls is language.constexpr:  # exactly: a subclass's operators would run in the kernel
+        return {"constexpr": _describe(value.value, functions)}
+    if cls is language.dtype and type(value.name) is str:
+        return {"dtype": value.name}
+    if isinstance(value, type) and issubclass(value, tuple):  # Triton builds named tuples
+        named: Any = cast(Any, value)
+        fields: Any = getattr(named, "_fields", None)
+        if type(fields) is tuple and all(type(f) is str for f in cast(tuple[Any, ...], fields)):
+            return {"namedtuple": [named.__name__, list(cast(tuple[str, ...], fields))]}
+    if (reference := _library_reference(value)) is not None:
+        return {"ref": reference}
+    return {"stand_in": f"{cls.__module__}.{cls.__qualname__}"}
+
+
+def _library_reference(value: Any) -> list[str] | None:
+    """``[module, qualname]`` of one of Triton's or ``math``'s own functions or classes.
+
+    Found where its names say it is, and there the very object: a class of the candidate's
+    that names itself ``math.pi`` is a stand-in, not ``math.pi``.
+    """
+    module, qualname = getattr(value, "__module__", None), getattr(value, "__qualname__", None)
+    if type(module) is not str or type(qualname) is not str:
+        return None
+    if module.split(".")[0] not in SERVER_MODULES or module not in sys.modules:
+        return None
+    found: Any = sys.modules[module]
+    for part in qualname.split("."):
+        found = getattr(found, part, None)
+    return [module, qualname] if found is value else None
 
 
 def _add_function(interpreted: Any, functions: dict[str, Any]) -> str:
@@ -84,9 +137,9 @@ def _add_function(interpreted: Any, functions: dict[str, Any]) -> str:
     key = str(id(fn))
     if key in functions:
         return key
-    options = {k: v for k, v in interpreted.kwargs.items() if v is not None}
-    if any(callable(v) for v in options.values()):
-        raise _Unsupported(f"{fn.__name__}: a callable option")
+    # a callable option (``repr``, ``launch_metadata``) names or reports a launch, never
+    # changes what is compiled
+    options = {k: v for k, v in interpreted.kwargs.items() if v is not None and not callable(v)}
     source = textwrap.dedent(inspect.getsource(fn))
     spec: dict[str, Any] = {
         "name": fn.__qualname__,
@@ -119,17 +172,24 @@ def _request(interpreted: Any, args: tuple[Any, ...], named: dict[str, Any]) -> 
 
     compiler: Any = compiler_module
     jit: Any = jit_module
+    if not hasattr(jit, "create_function_from_signature") or not hasattr(
+        jit.JITFunction, "_pack_args"
+    ):
+        raise _Unsupported("this Triton has no binder to specialize a launch with")
     fn = interpreted.fn
-    if id(fn) not in _BINDERS:  # a kernel's binder depends on its signature alone
-        jitted = jit.JITFunction(fn, **interpreted.kwargs)
-        backend = compiler.make_backend(backends.GPUTarget(*TARGET))
-        binder = jit.create_function_from_signature(jitted.signature, jitted.params, backend)
-        _BINDERS[id(fn)] = (fn, jitted, backend, binder)
-    _, jitted, backend, binder = _BINDERS[id(fn)]
-    bound, specialization, options = binder(*args, **named)
-    _, signature, constexprs, attrs = jitted._pack_args(
-        backend, named, bound, specialization, options
-    )  # pyright: ignore[reportPrivateUsage]
+    try:  # what JITFunction.run does on a GPU up to its compile: a failure is the launch's
+        if id(fn) not in _BINDERS:  # a kernel's binder depends on its signature alone
+            jitted = jit.JITFunction(fn, **interpreted.kwargs)
+            backend = compiler.make_backend(backends.GPUTarget(*TARGET))
+            binder = jit.create_function_from_signature(jitted.signature, jitted.params, backend)
+            _BINDERS[id(fn)] = (fn, jitted, backend, binder)
+        _, jitted, backend, binder = _BINDERS[id(fn)]
+        bound, specialization, options = binder(*args, **named)
+        _, signature, constexprs, attrs = jitted._pack_args(
+            backend, named, bound, specialization, options
+        )  # pyright: ignore[reportPrivateUsage]
+    except Exception as exc:  # noqa: BLE001 - e.g. an argument a GPU launch cannot take
+        raise _Refused(f"its launch fails before compiling: {type(exc).__name__}: {exc}") from exc
     functions: dict[str, Any] = {}
     kernel = _add_function(interpreted, functions)
     launch_options = {k: v for k, v in named.items() if k not in signature}
@@ -137,41 +197,66 @@ def _request(interpreted: Any, args: tuple[Any, ...], named: dict[str, Any]) -> 
         "kernel": kernel,
         "functions": functions,
         "signature": signature,
-        "constexprs": [[list(p), _describe(v, functions)["value"]] for p, v in constexprs.items()],
+        "constexprs": [[list(p), _describe(v, functions)] for p, v in constexprs.items()],
         "attrs": [[list(p), specs] for p, specs in attrs.items()],
         "options": launch_options,
     }
 
 
-def _server() -> subprocess.Popen[str]:
+def _server() -> subprocess.Popen[str] | None:
+    """The compiler process, started if it is not running; None if it cannot start."""
     if _SERVER and _SERVER[0].poll() is None:
         return _SERVER[0]
+    if _BROKEN:
+        return None
     env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
     root = str(Path(__file__).resolve().parents[2])
     env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH", "")) if p)
     proc = subprocess.Popen(
-        [sys.executable, "-m", "upskills.verify.gpu_compile_server"],
+        [sys.executable, *SERVER_COMMAND],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,
         text=True,
         env=env,
     )
+    hello = _reply(proc, START_S)
+    if hello is None or hello.get("ready") is not True:
+        _stop(proc)
+        _BROKEN.append(str(hello.get("why", "not ready")) if hello else f"no word in {START_S:g} s")
+        return None
     _SERVER[:] = [proc]
     return proc
 
 
+def _reply(proc: subprocess.Popen[str], seconds: float) -> dict[str, Any] | None:
+    """The process's next line, or None if it wrote none in ``seconds`` (or ended)."""
+    assert proc.stdout is not None
+    ready, _, _ = select.select([proc.stdout], [], [], seconds)
+    line = proc.stdout.readline() if ready else ""
+    return json.loads(line) if line else None
+
+
+def _stop(proc: subprocess.Popen[str]) -> None:
+    proc.kill()
+    proc.wait()
+    for pipe in (proc.stdin, proc.stdout):
+        if pipe is not None:
+            pipe.close()
+
+
 def _ask(payload: str) -> dict[str, Any]:
     proc = _server()
-    assert proc.stdin is not None and proc.stdout is not None
+    if proc is None:  # this machine's limit: the launch is not compiled
+        return {"skip": f"the compiler process did not start ({_BROKEN[0]})"}
+    assert proc.stdin is not None
     proc.stdin.write(payload + "\n")
     proc.stdin.flush()
-    ready, _, _ = select.select([proc.stdout], [], [], ANSWER_S)
-    line = proc.stdout.readline() if ready else ""
-    if not line:
-        proc.kill()
-        return {"skip": "the compiler process did not answer"}
-    return json.loads(line)
+    reply = _reply(proc, ANSWER_S)
+    if reply is None:  # it started, so this kernel's compile hung or crashed it
+        _stop(proc)
+        return {"error": f"Triton's compiler crashed or did not finish in {ANSWER_S:g} s"}
+    return reply
 
 
 def compile_for_gpu(interpreted: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
@@ -195,6 +280,8 @@ def compile_for_gpu(interpreted: Any, args: tuple[Any, ...], kwargs: dict[str, A
 def _compile(interpreted: Any, name: str, args: tuple[Any, ...], named: dict[str, Any]) -> str:
     try:  # the request is the key: its functions' sources and globals, its specialization
         payload = json.dumps(_request(interpreted, args, named), sort_keys=True)
+    except _Refused as exc:
+        raise _refusal(name, str(exc)) from exc
     except Exception as exc:  # noqa: BLE001 - what this module cannot carry is not the kernel's
         SKIPPED.append(f"{name}: not compiled ({type(exc).__name__}: {exc})")
         return "skipped"
@@ -202,12 +289,16 @@ def _compile(interpreted: Any, name: str, args: tuple[Any, ...], named: dict[str
         return "compiled before"
     reply = _ask(payload)
     if "error" in reply:
-        raise GpuCompileError(
-            f"kernel {name} runs under the Triton interpreter but does not compile for a GPU "
-            f"(sm_90): {reply['error']}"
-        )
+        raise _refusal(name, reply["error"])
     if "skip" in reply:
         SKIPPED.append(f"{name}: not compiled ({reply['skip']})")
         return "skipped"
     _DONE[payload] = None
     return "compiled"
+
+
+def _refusal(name: str, why: str) -> GpuCompileError:
+    return GpuCompileError(
+        f"kernel {name} runs under the Triton interpreter but does not compile for a GPU "
+        f"(sm_90): {why}"
+    )

@@ -1,14 +1,15 @@
 """The compiler behind :mod:`upskills.verify.gpu_compile`: Triton with no interpreter.
 
 Run as ``python -m upskills.verify.gpu_compile_server`` by a CPU check's candidate process (as
-the same sandbox user, in the same working folder), it reads one JSON request a line and
-answers one JSON line: ``{"ok": true}``, ``{"error": message}`` (Triton's compiler refused
-the kernel) or ``{"skip": reason}`` (this process could not try). A request carries each
+the same sandbox user, in the same working folder), it first says whether Triton's compiler
+loads (``{"ready": true}``), then reads one JSON request a line and answers one JSON line:
+``{"ok": true}``, ``{"error": message}`` (Triton's compiler refused the kernel) or
+``{"skip": reason}`` (this process could not try). A request carries each
 function's source, the globals it names (modules by name, constants by value, other kernels
-by reference) and the launch's specialization as ``JITFunction.run`` computed it
-(signature, constexprs, attributes, options). Only ``def`` statements are executed here, with
-their decorators and defaults taken off and their annotations kept as text: none of the
-candidate's module-level code runs.
+by reference, objects of the candidate's as stand-ins) and the launch's specialization as
+``JITFunction.run`` computed it (signature, constexprs, attributes, options). Only ``def``
+statements are executed here, with their decorators and defaults taken off and their
+annotations kept as text: none of the candidate's module-level code runs.
 """
 
 from __future__ import annotations
@@ -16,11 +17,16 @@ import __future__
 
 import ast
 import builtins
+import collections
 import importlib
 import json
+import os
+import subprocess
 import sys
+import tempfile
+import types
 import warnings
-from typing import Any, cast
+from typing import Any
 
 TARGET = ("cuda", 90, 32)
 """sm_90 (H100/H200), 32-lane warps: the GPU every CPU verdict's kernels are compiled for."""
@@ -31,7 +37,12 @@ ANNOTATIONS_AS_TEXT = __future__.annotations.compiler_flag
 FRONT_END_ERRORS = frozenset(
     {"CompilationError", "CompileTimeAssertionFailure", "UnsupportedLanguageConstruct"}
 )
-"""Triton's own errors for a kernel it refuses (anything else is this process's limit)."""
+"""Triton's front end refusing a kernel: its message is quoted as it is."""
+
+ENVIRONMENT_ERRORS = (OSError, ImportError, subprocess.SubprocessError, MemoryError)
+"""This machine failing the compile (a tool that does not run, a module that does not
+import): the launch is not compiled, not refused. Any other failure from the launch's options
+to the binary is the kernel's, as it would be in ``JITFunction.run`` on a GPU."""
 
 
 def front_end_error(exc: BaseException) -> bool:
@@ -39,57 +50,83 @@ def front_end_error(exc: BaseException) -> bool:
     return bool({cls.__name__ for cls in type(exc).__mro__} & FRONT_END_ERRORS)
 
 
-def _value(described: Any) -> Any:
+class StandIn:
+    """An object of the candidate's, stood in for.
+
+    Triton's compiler refuses it as a global (its rule takes only modules, ``@jit`` functions,
+    constexprs, dtypes, named tuples and the library's own objects), as it refuses the real
+    one; as a constexpr it shows nothing of the real one but its identity.
+    """
+
+    __slots__ = ("of",)
+
+    def __init__(self, of: str) -> None:
+        self.of = of
+
+    def __repr__(self) -> str:
+        return f"<a {self.of}>"
+
+
+def _rebuild(described: dict[str, Any], functions: dict[str, Any], built: dict[str, Any]) -> Any:
+    """A global or constexpr as :func:`upskills.verify.gpu_compile._describe` described it."""
     import triton.language as tl  # pyright: ignore[reportMissingTypeStubs]
 
     language: Any = tl
-    if not isinstance(described, dict):
-        return described
-    table = cast("dict[str, Any]", described)
-    if "dtype" in table:
-        return language.dtype(table["dtype"])
-    if "constexpr" in table:
-        return language.constexpr(_value(table["constexpr"]))
-    return table
+    ((kind, payload),) = described.items()
+    if kind == "value":
+        return payload
+    if kind == "module":
+        return importlib.import_module(payload)
+    if kind == "stub_module":  # a module Triton takes; none of its names are carried
+        return types.ModuleType(payload)
+    if kind == "function":
+        return built[payload]
+    if kind == "constexpr":
+        return language.constexpr(_rebuild(payload, functions, built))
+    if kind == "dtype":
+        return language.dtype(payload)
+    if kind == "namedtuple":  # the class (Triton takes a named tuple's class as a global)
+        name, fields = payload
+        return collections.namedtuple(name, fields)  # pyright: ignore[reportUntypedNamedTuple]
+    if kind == "ref":
+        module, qualname = payload
+        value: Any = importlib.import_module(module)
+        for part in qualname.split("."):
+            value = getattr(value, part)
+        return value
+    if kind == "stand_in":
+        return StandIn(payload)
+    raise ValueError(f"a global of an unknown kind: {kind}")
 
 
-def _function(
-    functions: dict[str, Any],
-    key: str,
-    built: dict[str, Any],
-    building: frozenset[str] = frozenset(),
-) -> Any:
-    """The ``JITFunction`` of ``functions[key]``, its helpers built first."""
+def _functions(functions: dict[str, Any]) -> dict[str, Any]:
+    """Each function's ``JITFunction``, its globals filled in once all are made.
+
+    So functions that name each other are built as Triton sees them.
+    """
     import triton.runtime.jit as jit  # pyright: ignore[reportMissingTypeStubs]
 
-    if key in built:
-        return built[key]
-    spec = functions[key]
-    scope: dict[str, Any] = {"__builtins__": builtins, "__name__": spec["module"]}
-    for name, described in spec["globals"].items():
-        if "module" in described:
-            scope[name] = importlib.import_module(described["module"])
-        elif "function" in described:
-            if described["function"] in building:
-                raise ValueError(f"{spec['name']}: functions that name each other")
-            scope[name] = _function(functions, described["function"], built, building | {key})
-        else:
-            scope[name] = _value(described["value"])
-    tree = ast.parse(spec["source"])
-    node = tree.body[0]
-    if not isinstance(node, ast.FunctionDef):
-        raise ValueError(f"{spec['name']}: not a function definition")
-    node.decorator_list = []
-    node.args.defaults, node.args.kw_defaults = [], [None] * len(node.args.kwonlyargs)
-    ast.increment_lineno(tree, spec["line"] - 1)
-    # annotations kept as strings, never evaluated (Triton reads "tl.constexpr" as text)
-    code = compile(tree, spec["filename"], "exec", flags=ANNOTATIONS_AS_TEXT, dont_inherit=True)
-    exec(code, scope)  # noqa: S102 - the def statement only
-    fn = scope[node.name]
     jit_function: Any = jit.JITFunction
-    jitted = jit_function(fn, **spec["options"])
-    built[key] = jitted
-    return jitted
+    built: dict[str, Any] = {}
+    scopes: dict[str, dict[str, Any]] = {}
+    for key, spec in functions.items():
+        scope: dict[str, Any] = {"__builtins__": builtins, "__name__": spec["module"]}
+        tree = ast.parse(spec["source"])
+        node = tree.body[0]
+        if not isinstance(node, ast.FunctionDef):
+            raise ValueError(f"{spec['name']}: not a function definition")
+        node.decorator_list = []
+        node.args.defaults, node.args.kw_defaults = [], [None] * len(node.args.kwonlyargs)
+        ast.increment_lineno(tree, spec["line"] - 1)
+        # annotations kept as strings, never evaluated (Triton reads "tl.constexpr" as text)
+        code = compile(tree, spec["filename"], "exec", flags=ANNOTATIONS_AS_TEXT, dont_inherit=True)
+        exec(code, scope)  # noqa: S102 - the def statement only
+        built[key] = jit_function(scope[node.name], **spec["options"])
+        scopes[key] = scope
+    for key, spec in functions.items():
+        for name, described in spec["globals"].items():
+            scopes[key][name] = _rebuild(described, functions, built)
+    return built
 
 
 def handle(request: dict[str, Any]) -> dict[str, Any]:
@@ -105,29 +142,56 @@ def _handle(request: dict[str, Any]) -> dict[str, Any]:
 
     compiler: Any = compiler_module
     gpu_target: Any = backends.GPUTarget
-    try:
-        jitted = _function(request["functions"], request["kernel"], {})
+    try:  # rebuilding the request: this process's limit if it fails, not the kernel's
+        built = _functions(request["functions"])
+        constexprs = {
+            tuple(path): _rebuild(value, request["functions"], built)
+            for path, value in request["constexprs"]
+        }
+    except Exception as exc:  # noqa: BLE001
+        return {"skip": f"{type(exc).__name__}: {exc}"}
+    try:  # what JITFunction.run does on a GPU from here: its failure is the launch's
         target = gpu_target(*TARGET)
         backend = compiler.make_backend(target)
         options = backend.parse_options(request["options"])
-        constexprs = {tuple(path): _value(value) for path, value in request["constexprs"]}
         attrs = {tuple(path): specs for path, specs in request["attrs"]}
-        source = compiler.ASTSource(jitted, request["signature"], constexprs, attrs)
-    except Exception as exc:  # noqa: BLE001 - this process's limit, not the kernel's
-        if front_end_error(exc):
-            return {"error": str(exc)}
-        return {"skip": f"{type(exc).__name__}: {exc}"}
-    try:
+        kernel = built[request["kernel"]]
+        source = compiler.ASTSource(kernel, request["signature"], constexprs, attrs)
         compiler.compile(source, target=target, options=options.__dict__)
     except Exception as exc:  # noqa: BLE001 - sorted by its class
-        if front_end_error(exc):
-            return {"error": str(exc)}
-        return {"skip": f"{type(exc).__name__}: {exc}"}
+        if isinstance(exc, ENVIRONMENT_ERRORS) and not front_end_error(exc):
+            return {"skip": f"{type(exc).__name__}: {exc}"}
+        return {"error": str(exc) if front_end_error(exc) else f"{type(exc).__name__}: {exc}"}
     return {"ok": True}
 
 
 def main() -> None:
-    """Serve requests from stdin until it closes."""
+    """Say whether Triton's compiler is here, then serve requests from stdin until it closes.
+
+    Every request is compiled from its source, in a cache of this process's own that no
+    compile reads back: Triton's cache key holds a kernel's source, not the module objects
+    it names, so a kernel compiled once with Triton's own module would have been answered
+    from the cache when sent again with a stand-in (a module of the candidate's under
+    Triton's name passed so, 2026-12-06), and a binary compiled here would otherwise sit in
+    the user's cache for a GPU launch to load.
+    """
+    here = os.getcwd()  # the candidate's working folder, removed with it if this is killed
+    folder = here if os.access(here, os.W_OK) else None
+    scratch = tempfile.TemporaryDirectory(prefix="upskills-gpu-compile-", dir=folder)
+    os.environ["TRITON_CACHE_DIR"] = scratch.name  # read by Triton when it is imported below
+    os.environ["TRITON_ALWAYS_COMPILE"] = "1"
+    try:
+        import triton.backends.compiler as backends  # pyright: ignore[reportMissingTypeStubs]
+        import triton.compiler as compiler_module  # pyright: ignore[reportMissingTypeStubs]
+
+        compiler: Any = compiler_module
+        gpu_target: Any = backends.GPUTarget
+        compiler.make_backend(gpu_target(*TARGET))
+        hello: dict[str, Any] = {"ready": True}
+    except Exception as exc:  # noqa: BLE001 - this machine's limit: no launch is compiled
+        hello = {"ready": False, "why": f"{type(exc).__name__}: {exc}"}
+    sys.stdout.write(json.dumps(hello) + "\n")
+    sys.stdout.flush()
     for line in sys.stdin:
         try:
             reply = handle(json.loads(line))
@@ -135,6 +199,7 @@ def main() -> None:
             reply = {"skip": f"{type(exc).__name__}: {exc}"}
         sys.stdout.write(json.dumps(reply) + "\n")
         sys.stdout.flush()
+    scratch.cleanup()
 
 
 if __name__ == "__main__":
