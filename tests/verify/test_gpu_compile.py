@@ -74,7 +74,10 @@ def _dodge(source: str, before: str, after: str) -> str:
 # option a GPU launch refuses (the binder's failures were skipped); and swaps, where the
 # compiler was given Triton's own object for the candidate's: a constexpr whose class only
 # names itself Triton's, a subclass of the interpreter's @jit function, a module of the
-# candidate's named as Triton's (each compiled as the library's, its operator never seen)
+# candidate's named as Triton's (each compiled as the library's, its operator never seen);
+# and a global rebound after the compile, before the programs run, by the grid, by reading
+# a grid size or by a pre-run hook (the compile saw Triton's module, the programs the
+# candidate's)
 PROGRAM_ID = "    pid = tl.program_id(0)\n"
 CONSTEXPR_SUBCLASS = """
 class constexpr(tl.constexpr):  # named and placed as Triton's own, its operator Python
@@ -115,6 +118,56 @@ class Adds:
 core = types.ModuleType("triton.language.core")  # compiled as Triton's own, its int there
 core.TRITON_MAX_TENSOR_NUMEL = Adds()
 """
+REBINDS_CORE = """
+import types
+
+
+class Adds:
+    def __add__(self, block):
+        block.handle.data[:] = block.handle.data * 1  # NumPy on the block: interpreter only
+        return block
+
+
+FAKE = types.ModuleType("triton.language.core")
+FAKE.TRITON_MAX_TENSOR_NUMEL = Adds()
+core = tl.core  # Triton's own when the launch is compiled
+
+
+def use(module):
+    global core
+    core = module
+
+
+def grid(meta):
+    use(FAKE)  # after the compile, before the programs run
+    return (triton.cdiv(int(meta["n"]), 1024),)
+"""
+SIZE_REBINDS = """
+class Size:  # a grid size whose reading rebinds the kernel's global
+    def __init__(self, size):
+        self.size = size
+
+    def __index__(self):
+        use(FAKE)
+        return self.size
+
+    def __gt__(self, other):
+        return self.size > other
+
+    def __lt__(self, other):
+        return self.size < other
+
+
+def sized(meta):
+    return (Size(triton.cdiv(int(meta["n"]), 1024)),)
+"""
+ADDS_CORE = "tl.store(out_ptr + offs, core.TRITON_MAX_TENSOR_NUMEL + (x + y), mask=mask)"
+LAUNCH = "add_kernel[(triton.cdiv(n, 1024),)](x, y, out, n, BLOCK=1024)"
+REBOUND = _dodge(
+    _dodge(GOOD_ADD, "@triton.jit", REBINDS_CORE + "\n\n@triton.jit"),
+    "tl.store(out_ptr + offs, x + y, mask=mask)",
+    ADDS_CORE,
+)
 DODGES = {
     "own_object": _dodge(
         _dodge(
@@ -142,6 +195,21 @@ DODGES = {
         _dodge(GOOD_ADD, "class ModelNew", HELPER_SUBCLASS + "\n\nclass ModelNew"),
         "tl.store(out_ptr + offs, x + y, mask=mask)",
         "tl.store(out_ptr + offs, helper(x + y), mask=mask)",
+    ),
+    "grid_rebinds": _dodge(
+        REBOUND, LAUNCH, "use(tl.core)\n        add_kernel[grid](x, y, out, n, BLOCK=1024)"
+    ),
+    "size_rebinds": _dodge(
+        _dodge(
+            REBOUND, LAUNCH, "use(tl.core)\n        add_kernel[sized](x, y, out, n, BLOCK=1024)"
+        ),
+        "class ModelNew",
+        SIZE_REBINDS + "\n\nclass ModelNew",
+    ),
+    "hook_rebinds": _dodge(
+        _dodge(REBOUND, LAUNCH, "use(tl.core)\n        " + LAUNCH),
+        "class ModelNew",
+        "add_kernel.add_pre_run_hook(lambda *a, **k: use(FAKE))\n\n\nclass ModelNew",
     ),
     "module_named_tritons": _dodge(
         _dodge(GOOD_ADD, "@triton.jit", MODULE_NAMED_TRITONS + "\n\n@triton.jit"),

@@ -18,6 +18,7 @@ Like the static guards, these raise the cost of cheating; they are not a securit
 from __future__ import annotations
 
 import functools
+import operator
 import os
 import sys
 from collections.abc import Callable
@@ -35,6 +36,7 @@ from upskills.verify.host_memory import (
 from upskills.verify.interpreter_guards import (
     argument_ranges,
     install_bounds_check,
+    install_compile_at_grid,
     install_copy_window,
     interpreter_autotune,
     plain_arguments,
@@ -85,6 +87,12 @@ class LaunchState:
     launcher's, and its ops are recorded."""
     ranges: list[tuple[int, int, str]] | None = None
     """Memory of the running interpreted launch's tensor arguments: (start, end, name)."""
+    compiling: list[tuple[Any, tuple[Any, ...], dict[str, Any]] | None] = field(
+        default_factory=list[tuple[Any, tuple[Any, ...], dict[str, Any]] | None]
+    )
+    """The interpreted launches running now, innermost last: each compiled again when its grid
+    is set (:func:`~upskills.verify.interpreter_guards.install_compile_at_grid`); None for a
+    launch not compiled."""
     interpreter_copies: int = 0
     """>0 while the interpreter copies a launch's arguments to the host or back (its only
     copies: :func:`~upskills.verify.interpreter_guards.install_copy_window`)."""
@@ -121,6 +129,8 @@ class LaunchCounter:
             state.launches += 1
             if callable(kwargs.get("grid")):  # the candidate's code, run inside the launch
                 kwargs = {**kwargs, "grid": _outside_launch(kwargs["grid"], state)}
+            elif "grid" in kwargs:
+                kwargs = {**kwargs, "grid": plain_grid(kwargs["grid"])}
             given, named = args, kwargs  # the caller's objects stay alive through the launch
             checked: list[tuple[Any, int]] = []
 
@@ -170,17 +180,21 @@ class LaunchCounter:
 
         def bounded(interpreted: Any, *args: Any, **kwargs: Any) -> Any:
             args, kwargs = plain_arguments(args, kwargs)  # the interpreter reads them inside
-            if not kwargs.get("warmup") and not getattr(interpreted, "_upskills_internal", 0):
+            internal = getattr(interpreted, "_upskills_internal", 0)
+            compiled = not kwargs.get("warmup") and not internal
+            if compiled:
                 compile_for_gpu(interpreted, args, kwargs)  # a kernel the GPU would refuse
             names = list(getattr(interpreted, "arg_names", []))
             if state.depth == 0 and state.inputs is not None:  # a kernel reads host memory too
                 state.python_memory += python_memory((args, kwargs), state.inputs)
             # a launch inside another's grid must leave the outer launch its own bounds
             outer, state.ranges = state.ranges, argument_ranges(names, args, kwargs)
+            state.compiling.append((interpreted, args, kwargs) if compiled else None)
             try:
                 return counted(interpreted, *args, **kwargs)
             finally:
                 state.ranges = outer
+                state.compiling.pop()
 
         bounded.__wrapped__ = fn  # type: ignore[attr-defined]
         return bounded
@@ -202,6 +216,7 @@ class LaunchCounter:
             InterpretedFunction.run = self._wrap_interpreted(InterpretedFunction.run)  # type: ignore[method-assign]
             install_bounds_check(self.state)
             install_copy_window(self.state)
+            install_compile_at_grid(self.state)
         except ImportError:
             pass
         try:  # autotuning: configs run once under the interpreter
@@ -238,11 +253,23 @@ def _outside_launch(grid: Callable[..., Any], state: LaunchState) -> Callable[..
     def grid_outside(*args: Any, **kwargs: Any) -> Any:
         depth, state.depth = state.depth, 0
         try:
-            return grid(*args, **kwargs)
+            return plain_grid(grid(*args, **kwargs))
         finally:
             state.depth = depth
 
     return grid_outside
+
+
+def plain_grid(grid: Any) -> Any:
+    """A grid's sizes read once, now, as exact ``int``s.
+
+    The interpreter loops ``range(grid[0])`` after the launch's second compile
+    (:func:`~upskills.verify.interpreter_guards.install_compile_at_grid`): a size of the
+    candidate's whose ``__index__`` ran there could rebind what that compile saw.
+    """
+    if isinstance(grid, tuple | list):
+        return tuple(int(operator.index(size)) for size in cast("tuple[Any, ...]", grid))
+    return grid
 
 
 class _CountingModule:

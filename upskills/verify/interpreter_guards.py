@@ -114,6 +114,34 @@ def install_copy_window(state: LaunchState) -> None:
         setattr(executor, name, copying(getattr(executor, name)))
 
 
+def install_compile_at_grid(state: LaunchState) -> None:
+    """Compile a launch's kernel again once its grid is set, just before its programs run.
+
+    The launch's wrapper compiles it for sm_90 before the launch
+    (:func:`upskills.verify.gpu_compile.compile_for_gpu`), but the interpreter then runs the
+    candidate's grid callable and pre-run hooks, and runs the kernel with the globals it finds
+    then. A grid that rebound a global of the kernel's (Triton's module at the compile, a
+    module of the candidate's whose attribute's operator ran NumPy at the run) passed a vector
+    add whose compiled kernel was wrong (2026-12-06). Compiled again here, the request
+    describes what runs: unchanged, it was compiled before; changed, it is compiled anew and
+    refused if Triton refuses it.
+    """
+    from triton.runtime.interpreter import InterpreterBuilder  # pyright: ignore[reportMissingTypeStubs]
+
+    from upskills.verify.gpu_compile import compile_for_gpu
+
+    builder: Any = InterpreterBuilder
+    set_grid_dim = builder.set_grid_dim
+
+    def grid_set(self: Any, *dims: Any) -> Any:
+        if state.compiling and (launch := state.compiling[-1]) is not None:
+            compile_for_gpu(*launch)
+        return set_grid_dim(self, *dims)
+
+    grid_set.__wrapped__ = set_grid_dim  # type: ignore[attr-defined]
+    builder.set_grid_dim = grid_set
+
+
 def install_bounds_check(state: LaunchState) -> None:
     """Make the Triton interpreter reject loads/stores outside the launch's tensor arguments.
 
