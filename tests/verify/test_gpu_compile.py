@@ -407,3 +407,53 @@ def test_a_compiler_that_cannot_start_skips_and_one_that_hangs_refuses(monkeypat
     reply = gpu_compile._ask("{}")
     assert reply == {"error": "Triton's compiler crashed or did not finish in 1 s"}, reply
     assert gpu_compile._SERVER[0].returncode != 0  # killed
+
+
+SWAPS_SOURCE = '''
+def swap_source(then):
+    """Have the interpreter keep the NumPy body, then show the compile other text."""
+    add_kernel.rewrite()  # the interpreter keeps each function's rewrite
+    path = inspect.getsourcefile(add_kernel.fn)
+    kept = list(linecache.getlines(path))
+    shown = [
+        "    pass\\n" if "handle.data[:]" in line else line.replace("x, mask=mask)", then)
+        for line in kept
+    ]
+    with open(path, "w") as f:
+        f.write("".join(shown))
+    return path, kept
+
+
+SWAPPED = []
+'''
+
+
+def _swaps_source(then: str, keep_in_linecache: bool) -> str:
+    keep = (
+        "\n            linecache.cache[path] = (0, None, kept, path)" if keep_in_linecache else ""
+    )
+    source = _dodge(
+        PYTHON_ON_A_BLOCK, "import torch\n", "import inspect\nimport linecache\nimport torch\n"
+    )
+    source = _dodge(source, "class ModelNew", SWAPS_SOURCE + "\n\nclass ModelNew")
+    return _dodge(
+        source,
+        "        out = torch.empty_like(x)\n",
+        "        out = torch.empty_like(x)\n"
+        "        if not SWAPPED:\n"
+        f"            path, kept = swap_source({then!r})" + keep + "\n"
+        "            SWAPPED.append(path)\n",
+    )
+
+
+def test_the_source_compiled_is_the_source_the_interpreter_runs(cpu_verifier, add_task):
+    """The interpreter keeps each function's rewrite for good, and Triton's compiler read the
+    file from disk. A kernel rewritten once with NumPy on a block, its file then made to
+    show a subtraction that compiles, passed the add (the interpreter ran the NumPy); so did
+    one whose file on disk was made honest while ``linecache`` kept the NumPy text. Now the
+    interpreter reads its source again at each launch and the compiler compiles the text
+    the request carried: the first runs the subtraction (wrong), the second is refused."""
+    shown = cpu_verifier.check(add_task, _swaps_source("x - y, mask=mask)", False))
+    assert not shown.passed and shown.error_class == ErrorClass.MISMATCH, shown.message
+    kept = cpu_verifier.check(add_task, _swaps_source("x + y, mask=mask)", True))
+    assert not kept.passed and kept.error_class == ErrorClass.COMPILE, kept.message

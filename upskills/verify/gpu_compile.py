@@ -55,6 +55,8 @@ _DONE: dict[str, None] = {}
 _BINDERS: dict[int, tuple[Any, Any, Any, Any]] = {}
 """Each interpreted function's ``JITFunction``, backend and binder, by ``id`` of its Python
 function (held, so the ``id`` is not reused)."""
+_INTERPRETED: dict[str, Any] = {}
+"""Each function a request carried, by its key (held, so the ``id`` in the key is not reused)."""
 _SERVER: list[subprocess.Popen[str]] = []
 """The compiler process, once started."""
 _BROKEN: list[str] = []
@@ -151,6 +153,7 @@ def _add_function(interpreted: Any, functions: dict[str, Any]) -> str:
         "globals": {},
     }
     functions[key] = spec
+    _INTERPRETED[key] = interpreted
     names = {n.id for n in ast.walk(ast.parse(source)) if isinstance(n, ast.Name)}
     names -= set(fn.__code__.co_varnames)  # its parameters and locals
     closure = dict(zip(fn.__code__.co_freevars, fn.__closure__ or (), strict=True))
@@ -259,42 +262,84 @@ def _ask(payload: str) -> dict[str, Any]:
     return reply
 
 
-def compile_for_gpu(interpreted: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+def compile_for_gpu(
+    interpreted: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
+) -> dict[str, str]:
     """Compile an interpreted launch's kernel for sm_90 (once per specialization).
 
-    Raises :class:`GpuCompileError` with Triton's message when its compiler refuses it.
+    Returns the source of each function the request carried (by key), none if it was not
+    compiled. Raises :class:`GpuCompileError` with Triton's message when its compiler
+    refuses it.
     """
     named = {k: v for k, v in kwargs.items() if k not in ("grid", "warmup")}
     name = getattr(getattr(interpreted, "fn", None), "__name__", "?")
     skipped = len(SKIPPED)
-    outcome = "refused"
+    outcome, sources = "refused", {}
     try:
-        outcome = _compile(interpreted, name, args, named)
+        outcome, sources = _compile(interpreted, name, args, named)
     finally:
         log = os.environ.get(LOG_VARIABLE)
         if log:
             with open(log, "a", encoding="utf-8") as out:
                 out.write(f"{name}\t{outcome}\t{' '.join(SKIPPED[skipped:])}\n")
+    return sources
 
 
-def _compile(interpreted: Any, name: str, args: tuple[Any, ...], named: dict[str, Any]) -> str:
+def forget_rewrite(interpreted: Any) -> None:
+    """Drop the interpreter's rewrite of ``interpreted``, so it reads the source again.
+
+    The interpreter keeps each function's rewrite for good: a candidate that had it rewrite
+    its kernel, then rewrote its own file, passed a compile of the new text while the
+    interpreter ran the old (2026-12-06).
+    """
+    cls: Any = cast(Any, type(interpreted))
+    rewrites = getattr(cls, "rewritten_fn", None)
+    if isinstance(rewrites, dict):
+        cast("dict[Any, Any]", rewrites).pop(getattr(interpreted, "fn", None), None)
+
+
+def compile_at_grid(
+    interpreted: Any, args: tuple[Any, ...], kwargs: dict[str, Any], before: dict[str, str]
+) -> None:
+    """The launch compiled again once its grid is set, after the candidate's grid and hooks.
+
+    A function whose source is not the one compiled (and rewritten by the interpreter) before
+    the launch fails the check; its helpers' rewrites are dropped, so its programs call the
+    helpers as compiled now.
+    """
+    now = compile_for_gpu(interpreted, args, kwargs)
+    kept = now.keys() & before.keys()
+    changed = sorted(_INTERPRETED[k].fn.__name__ for k in kept if now[k] != before[k])
+    if changed:
+        name = getattr(interpreted.fn, "__name__", "?")
+        raise _refusal(name, f"the source of {', '.join(changed)} changed during its launch")
+    for key in now:
+        if _INTERPRETED[key] is not interpreted:
+            forget_rewrite(_INTERPRETED[key])
+
+
+def _compile(
+    interpreted: Any, name: str, args: tuple[Any, ...], named: dict[str, Any]
+) -> tuple[str, dict[str, str]]:
     try:  # the request is the key: its functions' sources and globals, its specialization
-        payload = json.dumps(_request(interpreted, args, named), sort_keys=True)
+        request = _request(interpreted, args, named)
+        payload = json.dumps(request, sort_keys=True)
     except _Refused as exc:
         raise _refusal(name, str(exc)) from exc
     except Exception as exc:  # noqa: BLE001 - what this module cannot carry is not the kernel's
         SKIPPED.append(f"{name}: not compiled ({type(exc).__name__}: {exc})")
-        return "skipped"
+        return "skipped", {}
+    sources = {key: spec["source"] for key, spec in request["functions"].items()}
     if payload in _DONE:
-        return "compiled before"
+        return "compiled before", sources
     reply = _ask(payload)
     if "error" in reply:
         raise _refusal(name, reply["error"])
     if "skip" in reply:
         SKIPPED.append(f"{name}: not compiled ({reply['skip']})")
-        return "skipped"
+        return "skipped", {}
     _DONE[payload] = None
-    return "compiled"
+    return "compiled", sources
 
 
 def _refusal(name: str, why: str) -> GpuCompileError:

@@ -20,6 +20,7 @@ import builtins
 import collections
 import importlib
 import json
+import linecache
 import os
 import subprocess
 import sys
@@ -99,6 +100,25 @@ def _rebuild(described: dict[str, Any], functions: dict[str, Any], built: dict[s
     raise ValueError(f"a global of an unknown kind: {kind}")
 
 
+def _read_as_sent(functions: dict[str, Any]) -> None:
+    """Make the request's sources what Triton reads of their files here.
+
+    Triton's compiler reads a kernel's source itself (``inspect.getsource``); from the file
+    it would read what is on disk now, not what the interpreter runs (the candidate's process
+    read its source through ``linecache``, whose entry the candidate can set). Each file is
+    held in ``linecache`` as the request's functions at their lines, blank elsewhere.
+    """
+    files: dict[str, list[str]] = {}
+    for spec in functions.values():
+        lines = files.setdefault(spec["filename"], [])
+        body = spec["source"].splitlines(keepends=True)
+        start = spec["line"] - 1
+        lines.extend(["\n"] * max(0, start + len(body) - len(lines)))
+        lines[start : start + len(body)] = body
+    for filename, lines in files.items():  # no modification time: never read from disk again
+        linecache.cache[filename] = (sum(map(len, lines)), None, lines, filename)
+
+
 def _functions(functions: dict[str, Any]) -> dict[str, Any]:
     """Each function's ``JITFunction``, its globals filled in once all are made.
 
@@ -109,6 +129,7 @@ def _functions(functions: dict[str, Any]) -> dict[str, Any]:
     jit_function: Any = jit.JITFunction
     built: dict[str, Any] = {}
     scopes: dict[str, dict[str, Any]] = {}
+    _read_as_sent(functions)
     for key, spec in functions.items():
         scope: dict[str, Any] = {"__builtins__": builtins, "__name__": spec["module"]}
         tree = ast.parse(spec["source"])

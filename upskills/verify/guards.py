@@ -25,7 +25,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, cast
 
-from upskills.verify.gpu_compile import compile_for_gpu
+from upskills.verify.gpu_compile import compile_for_gpu, forget_rewrite
 from upskills.verify.host_memory import (
     held_addresses,
     host_addresses,
@@ -71,6 +71,11 @@ def op_family(name: str) -> str:
     return "copy" if name in _COPY_FAMILY else name
 
 
+Launch = tuple[Any, tuple[Any, ...], dict[str, Any], dict[str, str]]
+"""An interpreted launch: its function, arguments, keyword arguments, and the sources its
+first compile carried (by function)."""
+
+
 @dataclass
 class LaunchState:
     """Counters shared by the launch hooks of one child process."""
@@ -87,12 +92,11 @@ class LaunchState:
     launcher's, and its ops are recorded."""
     ranges: list[tuple[int, int, str]] | None = None
     """Memory of the running interpreted launch's tensor arguments: (start, end, name)."""
-    compiling: list[tuple[Any, tuple[Any, ...], dict[str, Any]] | None] = field(
-        default_factory=list[tuple[Any, tuple[Any, ...], dict[str, Any]] | None]
-    )
-    """The interpreted launches running now, innermost last: each compiled again when its grid
-    is set (:func:`~upskills.verify.interpreter_guards.install_compile_at_grid`); None for a
-    launch not compiled."""
+    compiling: list[Launch | None] = field(default_factory=list["Launch | None"])
+    """The interpreted launches running now, innermost last, with the sources compiled before
+    each: compiled again when its grid is set
+    (:func:`~upskills.verify.interpreter_guards.install_compile_at_grid`); None for a launch
+    not compiled."""
     interpreter_copies: int = 0
     """>0 while the interpreter copies a launch's arguments to the host or back (its only
     copies: :func:`~upskills.verify.interpreter_guards.install_copy_window`)."""
@@ -182,14 +186,16 @@ class LaunchCounter:
             args, kwargs = plain_arguments(args, kwargs)  # the interpreter reads them inside
             internal = getattr(interpreted, "_upskills_internal", 0)
             compiled = not kwargs.get("warmup") and not internal
-            if compiled:
-                compile_for_gpu(interpreted, args, kwargs)  # a kernel the GPU would refuse
+            sources: dict[str, str] = {}
+            if compiled:  # a kernel the GPU would refuse; the interpreter reads what it reads
+                forget_rewrite(interpreted)
+                sources = compile_for_gpu(interpreted, args, kwargs)
             names = list(getattr(interpreted, "arg_names", []))
             if state.depth == 0 and state.inputs is not None:  # a kernel reads host memory too
                 state.python_memory += python_memory((args, kwargs), state.inputs)
             # a launch inside another's grid must leave the outer launch its own bounds
             outer, state.ranges = state.ranges, argument_ranges(names, args, kwargs)
-            state.compiling.append((interpreted, args, kwargs) if compiled else None)
+            state.compiling.append((interpreted, args, kwargs, sources) if compiled else None)
             try:
                 return counted(interpreted, *args, **kwargs)
             finally:

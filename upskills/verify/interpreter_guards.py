@@ -123,19 +123,18 @@ def install_compile_at_grid(state: LaunchState) -> None:
     then. A grid that rebound a global of the kernel's (Triton's module at the compile, a
     module of the candidate's whose attribute's operator ran NumPy at the run) passed a vector
     add whose compiled kernel was wrong (2026-12-06). Compiled again here, the request
-    describes what runs: unchanged, it was compiled before; changed, it is compiled anew and
-    refused if Triton refuses it.
+    describes what runs (:func:`upskills.verify.gpu_compile.compile_at_grid`).
     """
     from triton.runtime.interpreter import InterpreterBuilder  # pyright: ignore[reportMissingTypeStubs]
 
-    from upskills.verify.gpu_compile import compile_for_gpu
+    from upskills.verify.gpu_compile import compile_at_grid
 
     builder: Any = InterpreterBuilder
     set_grid_dim = builder.set_grid_dim
 
     def grid_set(self: Any, *dims: Any) -> Any:
         if state.compiling and (launch := state.compiling[-1]) is not None:
-            compile_for_gpu(*launch)
+            compile_at_grid(*launch)
         return set_grid_dim(self, *dims)
 
     grid_set.__wrapped__ = set_grid_dim  # type: ignore[attr-defined]
