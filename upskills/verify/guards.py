@@ -41,6 +41,7 @@ from upskills.verify.interpreter_guards import (
     interpreter_autotune,
     plain_arguments,
 )
+from upskills.verify.interpreter_integrity import check_interpreter, take_snapshot
 
 SMALL_NUMEL = 64
 """Ops touching at most this many elements are "small scalar math" and always allowed."""
@@ -133,8 +134,6 @@ class LaunchCounter:
             state.launches += 1
             if callable(kwargs.get("grid")):  # the candidate's code, run inside the launch
                 kwargs = {**kwargs, "grid": _outside_launch(kwargs["grid"], state)}
-            elif "grid" in kwargs:
-                kwargs = {**kwargs, "grid": plain_grid(kwargs["grid"])}
             given, named = args, kwargs  # the caller's objects stay alive through the launch
             checked: list[tuple[Any, int]] = []
 
@@ -184,10 +183,13 @@ class LaunchCounter:
 
         def bounded(interpreted: Any, *args: Any, **kwargs: Any) -> Any:
             args, kwargs = plain_arguments(args, kwargs)  # the interpreter reads them inside
+            if "grid" in kwargs:  # its sizes read once, before the launch's last compile
+                kwargs = {**kwargs, "grid": plain_grid(kwargs["grid"])}
             internal = getattr(interpreted, "_upskills_internal", 0)
             compiled = not kwargs.get("warmup") and not internal
             sources: dict[str, str] = {}
             if compiled:  # a kernel the GPU would refuse; the interpreter reads what it reads
+                check_interpreter(interpreted)
                 forget_rewrite(interpreted)
                 sources = compile_for_gpu(interpreted, args, kwargs)
             names = list(getattr(interpreted, "arg_names", []))
@@ -223,6 +225,7 @@ class LaunchCounter:
             install_bounds_check(self.state)
             install_copy_window(self.state)
             install_compile_at_grid(self.state)
+            take_snapshot()  # the interpreter as installed, the hooks above included
         except ImportError:
             pass
         try:  # autotuning: configs run once under the interpreter
@@ -259,7 +262,7 @@ def _outside_launch(grid: Callable[..., Any], state: LaunchState) -> Callable[..
     def grid_outside(*args: Any, **kwargs: Any) -> Any:
         depth, state.depth = state.depth, 0
         try:
-            return plain_grid(grid(*args, **kwargs))
+            return grid(*args, **kwargs)
         finally:
             state.depth = depth
 
@@ -267,12 +270,20 @@ def _outside_launch(grid: Callable[..., Any], state: LaunchState) -> Callable[..
 
 
 def plain_grid(grid: Any) -> Any:
-    """A grid's sizes read once, now, as exact ``int``s.
+    """An interpreted launch's grid whose sizes are read once, as exact ``int``s.
 
     The interpreter loops ``range(grid[0])`` after the launch's second compile
     (:func:`~upskills.verify.interpreter_guards.install_compile_at_grid`): a size of the
-    candidate's whose ``__index__`` ran there could rebind what that compile saw.
+    candidate's whose ``__index__`` ran there could rebind what that compile saw. A grid
+    callable's sizes are read when it returns (in the grid's own call, before that compile).
     """
+    if callable(grid):
+        sized: Callable[..., Any] = grid
+
+        def read(*args: Any, **kwargs: Any) -> Any:
+            return plain_grid(sized(*args, **kwargs))
+
+        return read
     if isinstance(grid, tuple | list):
         return tuple(int(operator.index(size)) for size in cast("tuple[Any, ...]", grid))
     return grid

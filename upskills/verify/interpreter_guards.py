@@ -128,12 +128,14 @@ def install_compile_at_grid(state: LaunchState) -> None:
     from triton.runtime.interpreter import InterpreterBuilder  # pyright: ignore[reportMissingTypeStubs]
 
     from upskills.verify.gpu_compile import compile_at_grid
+    from upskills.verify.interpreter_integrity import check_interpreter
 
     builder: Any = InterpreterBuilder
     set_grid_dim = builder.set_grid_dim
 
     def grid_set(self: Any, *dims: Any) -> Any:
         if state.compiling and (launch := state.compiling[-1]) is not None:
+            check_interpreter(launch[0])  # the grid and hooks ran: nothing of theirs runs after
             compile_at_grid(*launch)
         return set_grid_dim(self, *dims)
 

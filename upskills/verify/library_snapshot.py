@@ -77,6 +77,7 @@ _OWN_MODULES = (
     "upskills.verify.interpreter_guards",
     "upskills.verify.gpu_compile",
     "upskills.verify.gpu_compile_server",
+    "upskills.verify.interpreter_integrity",
     "upskills.verify.library_snapshot",
     "upskills.verify.modes",
     "upskills.verify.dispatch_table",

@@ -93,6 +93,8 @@ def classify_exception(exc: BaseException) -> ErrorClass:
     text = str(exc)
     if names & (FRONT_END_ERRORS | {"GpuCompileError"}):
         return ErrorClass.COMPILE
+    if "InterpreterChanged" in names:  # interpreter_integrity: the judge's interpreter changed
+        return ErrorClass.GUARD
     if "Error building extension" in text or "ninja: build stopped" in text:
         return ErrorClass.COMPILE
     if any(marker in text for marker in _CUDA_FATAL):

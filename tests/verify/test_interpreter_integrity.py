@@ -1,0 +1,58 @@
+"""A launch runs through the Triton interpreter the verifier installed, or fails as a guard.
+
+Each candidate here compiles a subtraction (wrong on every trial, and compilable for sm_90)
+while, through a changed interpreter, its launches run a kernel that adds with NumPy on the
+loaded block: each passed the vector add ("correct on 6 trials") before
+``interpreter_integrity`` (checked when written).
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.verify.conftest import GOOD_ADD
+from upskills.verify.verdict import ErrorClass
+
+pytest.importorskip("triton")
+
+NUMPY_ADD = """
+@triton.jit
+def numpy_kernel(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    pid = tl.program_id(0)
+    offs = pid * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    x = tl.load(x_ptr + offs, mask=mask)
+    y = tl.load(y_ptr + offs, mask=mask)
+    x.handle.data[:] = x.handle.data + y.handle.data  # NumPy on the block: interpreter only
+    tl.store(out_ptr + offs, x, mask=mask)
+
+
+"""
+SUBTRACTS = GOOD_ADD.replace("x + y, mask=mask)", "x - y, mask=mask)")
+CHANGES = {
+    "instance_rewrite": "add_kernel.rewrite = lambda: numpy_kernel.rewrite()\n",
+    "class_rewrite": """_rewrite = type(add_kernel).rewrite
+
+
+def _swap(self):
+    return _rewrite(numpy_kernel) if self is add_kernel else _rewrite(self)
+
+
+type(add_kernel).rewrite = _swap
+""",
+    "rewriter": "add_kernel.rewriter = numpy_kernel.rewriter\n",
+}
+
+
+@pytest.mark.parametrize("change", CHANGES.values(), ids=CHANGES.keys())
+def test_a_changed_interpreter_fails_as_a_guard(cpu_verifier, add_task, change):
+    source = SUBTRACTS.replace("class ModelNew", NUMPY_ADD + change + "\n\nclass ModelNew")
+    assert source != SUBTRACTS
+    v = cpu_verifier.check(add_task, source)
+    assert not v.passed and v.error_class == ErrorClass.GUARD, v.message
+    assert "InterpreterChanged" in v.message, v.message
+
+
+def test_the_unchanged_interpreter_passes_an_honest_add(cpu_verifier, add_task):
+    v = cpu_verifier.check(add_task, GOOD_ADD)
+    assert v.passed, v.message
