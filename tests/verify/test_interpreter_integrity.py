@@ -29,6 +29,13 @@ def numpy_kernel(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr):
 
 """
 SUBTRACTS = GOOD_ADD.replace("x + y, mask=mask)", "x - y, mask=mask)")
+ALIAS = """T = tl.tensor  # Triton's class under a name the static check does not know
+
+
+def _numpy_add(self, other):
+    self.handle.data[:] = self.handle.data + other.handle.data  # NumPy: an add
+    return self
+"""
 CHANGES = {
     "instance_rewrite": "add_kernel.rewrite = lambda: numpy_kernel.rewrite()\n",
     "class_rewrite": """_rewrite = type(add_kernel).rewrite
@@ -41,7 +48,17 @@ def _swap(self):
 type(add_kernel).rewrite = _swap
 """,
     "rewriter": "add_kernel.rewriter = numpy_kernel.rewriter\n",
+    "language_class": ALIAS + "T.__sub__ = _numpy_add\n",
 }
+GRID_PATCHES = (
+    ALIAS
+    + """
+
+def grid(meta):  # inside the launch, after the interpreter's own patches
+    T.__sub__ = _numpy_add
+    return (triton.cdiv(int(meta["n"]), 1024),)
+"""
+)
 
 
 @pytest.mark.parametrize("change", CHANGES.values(), ids=CHANGES.keys())
@@ -56,3 +73,15 @@ def test_a_changed_interpreter_fails_as_a_guard(cpu_verifier, add_task, change):
 def test_the_unchanged_interpreter_passes_an_honest_add(cpu_verifier, add_task):
     v = cpu_verifier.check(add_task, GOOD_ADD)
     assert v.passed, v.message
+
+
+def test_the_language_changed_inside_a_launch_fails_as_a_guard(cpu_verifier, add_task):
+    """The interpreter patches Triton's language for a launch's length; a grid that then put
+    its own function in place of the subtraction's stand-in is caught when the grid is set."""
+    source = SUBTRACTS.replace("class ModelNew", GRID_PATCHES + "\n\nclass ModelNew").replace(
+        "add_kernel[(triton.cdiv(n, 1024),)]", "add_kernel[grid]"
+    )
+    assert "add_kernel[grid]" in source
+    v = cpu_verifier.check(add_task, source)
+    assert not v.passed and v.error_class == ErrorClass.GUARD, v.message
+    assert "tensor.__sub__" in v.message, v.message

@@ -8,17 +8,22 @@ kernel object whose ``rewrite`` was its own (an instance attribute), ``Interpret
 kernel's ``rewriter`` each ran a NumPy kernel while a compilable subtraction was compiled,
 and passed the vector add (2026-12-06).
 
+So did Triton's language changed through an alias the static check does not follow
+(``T = tl.tensor``, then ``T.__sub__`` set to a function of the candidate's).
+
 So, when the verifier's hooks are in place (:func:`take_snapshot`), the interpreter's classes
 are fingerprinted (every name in their ``__dict__`` and the object it holds, the verifier's
-own wrappers included), with the module's functions and the rewriter's AST transformer; and
-before each launch's compile and again when its grid is set (:func:`check_interpreter`), all
-must be as they were, the kernel object must be exactly an ``InterpretedFunction`` with only
-its own attributes, none shadowing a method, and its rewriter exactly a ``FunctionRewriter``
-of its own function.
+own wrappers included), with the module's functions, the rewriter's AST transformer and
+Triton's language (:data:`LANGUAGE`); and before each launch's compile and again when its
+grid is set (:func:`check_interpreter`), all must be as they were (inside a launch, a name
+the interpreter patches may hold its own stand-in), the kernel object must be exactly an
+``InterpretedFunction`` with only its own attributes, none shadowing a method, and its
+rewriter exactly a ``FunctionRewriter`` of its own function.
 """
 
 from __future__ import annotations
 
+import functools
 import types
 from dataclasses import dataclass
 from typing import Any, cast
@@ -35,10 +40,31 @@ class InterpreterChanged(Exception):
     """The interpreter a launch runs through is not the one the verifier installed."""
 
 
+LANGUAGE = (
+    "triton.language",
+    "triton.language.core",
+    "triton.language.math",
+    "triton.language.standard",
+    "triton.language.core.tensor",
+    "triton.language.core.constexpr",
+    "triton.language.core.dtype",
+    "triton.language.core.block_type",
+    "triton.language.core.pointer_type",
+    "triton.language.core.tensor_descriptor_base",
+    "triton.language.semantic.TritonSemantic",
+)
+"""Triton's language a kernel's body runs through (modules and classes, by dotted name)."""
+
+
 @dataclass(frozen=True)
 class _Snapshot:
     classes: dict[type, dict[str, Any]]
     """Each class's ``__dict__`` as the verifier left it."""
+    language: dict[Any, dict[str, Any]]
+    """Each language namespace's ``__dict__`` (unpatched: outside any launch)."""
+    patched: dict[tuple[int, str], Any]
+    """What the interpreter patches for a launch's length: (``id`` of the namespace, name) ->
+    what makes its stand-in the one it is (:func:`_stand_in`)."""
     module: dict[str, Any]
     """The interpreter module's functions and classes."""
     transformer: Any
@@ -69,10 +95,20 @@ def take_snapshot() -> None:
         for name, value in _vars(found).items()
         if isinstance(value, types.FunctionType | type)
     }
+    import triton.language as tl  # pyright: ignore[reportMissingTypeStubs]
+
+    language_module: Any = tl
+    seen_by = types.FunctionType(_sample.__code__, {"tl": tl, "core": language_module.core})
+    scope = found._patch_lang(seen_by)  # every patch a launch makes (tl and tl.core seen)
+    patched = {(id(obj), name): _stand_in(getattr(obj, name)) for obj, name, _ in scope._changes}
+    scope.restore()  # which leaves an inherited name it patched on the class itself: as after
+    language = {space: dict(_vars(space)) for space in map(_resolve, LANGUAGE)}  # any launch
     sample = found.InterpretedFunction(_sample)
     _SNAPSHOT.append(
         _Snapshot(
             classes=classes,
+            language=language,
+            patched=patched,
             module=module,
             transformer=found.FunctionRewriter.ast_transformer,
             kernel_keys=frozenset(_vars(sample)),
@@ -81,11 +117,72 @@ def take_snapshot() -> None:
     )
 
 
-def check_interpreter(interpreted: Any) -> None:
-    """Raise :class:`InterpreterChanged` unless ``interpreted`` runs as the verifier installed."""
+def _resolve(dotted: str) -> Any:
+    import importlib
+
+    parts = dotted.split(".")
+    for cut in range(len(parts), 0, -1):
+        try:
+            found: Any = importlib.import_module(".".join(parts[:cut]))
+        except ImportError:
+            continue
+        for part in parts[cut:]:
+            found = getattr(found, part)
+        return found
+    raise ImportError(dotted)
+
+
+def _stand_in(value: Any) -> Any:
+    """What makes one of the interpreter's stand-ins the one it is.
+
+    The code of a function or a property's getter, a partial's function code and arguments,
+    else the object itself.
+    """
+    if isinstance(value, functools.partial):
+        part: Any = cast(Any, value)
+        keywords = tuple(sorted(part.keywords.items()))
+        return ("partial", _stand_in(part.func), part.args, keywords)
+    target = value.fget if isinstance(value, property) else value
+    return target.__code__ if isinstance(target, types.FunctionType) else value
+
+
+def _check_language(snap: _Snapshot, in_launch: bool) -> None:
+    """Triton's language as it was, but for the interpreter's own stand-ins inside a launch.
+
+    A stand-in must be one the interpreter makes (its code) and wrap the original name's own
+    member: an alias of a module-level name (``T = tl.tensor``) that set ``T.__sub__`` to a
+    function of the candidate's ran it as the kernel's subtraction (2026-12-06).
+    """
+    for space, saved in snap.language.items():
+        now = _vars(space)
+        for name in (now.keys() | saved.keys()) - LAZY:
+            value, original = now.get(name, _ABSENT), saved.get(name, _ABSENT)
+            if value is original:
+                continue
+            key = (id(space), name)
+            defaults: dict[str, Any] = getattr(value, "__kwdefaults__", None) or {}
+            member = defaults.get("member", original)
+            stand_in = key in snap.patched and _stand_in(value) == snap.patched[key]
+            if not (in_launch and stand_in and member is original):
+                where = getattr(space, "__qualname__", getattr(space, "__name__", "?"))
+                raise InterpreterChanged(f"Triton's language was changed: {where}.{name}")
+
+
+_ABSENT = object()
+LAZY = frozenset({"__annotations__"})
+"""Names Python itself sets on a class when first asked (an empty ``__annotations__``)."""
+
+
+def check_interpreter(interpreted: Any, in_launch: bool) -> None:
+    """Raise :class:`InterpreterChanged` unless ``interpreted`` runs as the verifier installed.
+
+    ``in_launch``: the interpreter's patches of the language may be in place (a launch runs:
+    this one's grid is set, or this one is launched inside another's grid).
+    """
     if not _SNAPSHOT:
         return
     snap = _SNAPSHOT[0]
+    _check_language(snap, in_launch)
     import triton.runtime.interpreter as interpreter  # pyright: ignore[reportMissingTypeStubs]
 
     found: Any = interpreter
