@@ -189,7 +189,7 @@ class LaunchCounter:
             compiled = not kwargs.get("warmup") and not internal
             sources: dict[str, str] = {}
             if compiled:  # a kernel the GPU would refuse; the interpreter reads what it reads
-                check_interpreter(interpreted, in_launch=bool(state.compiling))
+                check_interpreter(interpreted)
                 forget_rewrite(interpreted)
                 sources = compile_for_gpu(interpreted, args, kwargs)
             names = list(getattr(interpreted, "arg_names", []))

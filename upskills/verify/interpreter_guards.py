@@ -135,7 +135,7 @@ def install_compile_at_grid(state: LaunchState) -> None:
 
     def grid_set(self: Any, *dims: Any) -> Any:
         if state.compiling and (launch := state.compiling[-1]) is not None:
-            check_interpreter(launch[0], in_launch=True)  # the grid and hooks ran, none after
+            check_interpreter(launch[0])  # the grid and hooks ran: nothing of theirs runs after
             compile_at_grid(*launch)
         return set_grid_dim(self, *dims)
 

@@ -15,8 +15,8 @@ So, when the verifier's hooks are in place (:func:`take_snapshot`), the interpre
 are fingerprinted (every name in their ``__dict__`` and the object it holds, the verifier's
 own wrappers included), with the module's functions, the rewriter's AST transformer and
 Triton's language (:data:`LANGUAGE`); and before each launch's compile and again when its
-grid is set (:func:`check_interpreter`), all must be as they were (inside a launch, a name
-the interpreter patches may hold its own stand-in), the kernel object must be exactly an
+grid is set (:func:`check_interpreter`), all must be as they were (a name the interpreter
+patches may hold its own stand-in), the kernel object must be exactly an
 ``InterpretedFunction`` with only its own attributes, none shadowing a method, and its
 rewriter exactly a ``FunctionRewriter`` of its own function.
 """
@@ -146,12 +146,17 @@ def _stand_in(value: Any) -> Any:
     return target.__code__ if isinstance(target, types.FunctionType) else value
 
 
-def _check_language(snap: _Snapshot, in_launch: bool) -> None:
-    """Triton's language as it was, but for the interpreter's own stand-ins inside a launch.
+def _check_language(snap: _Snapshot, injected: dict[str, Any]) -> None:
+    """Triton's language as it was, but for the interpreter's own stand-ins.
 
-    A stand-in must be one the interpreter makes (its code) and wrap the original name's own
-    member: an alias of a module-level name (``T = tl.tensor``) that set ``T.__sub__`` to a
-    function of the candidate's ran it as the kernel's subtraction (2026-12-06).
+    The interpreter patches the language for a launch's length, and leaves its patches in
+    place after a call of one ``@jit`` function from another (``InterpretedFunction.__call__``
+    never restores them). A stand-in must be one the interpreter makes (its code) and wrap
+    the name's own original member: an alias of a module-level name (``T = tl.tensor``) that
+    set ``T.__sub__`` to a function of the candidate's ran it as the kernel's subtraction
+    (2026-12-06). And rewriting a ``@jit`` function of the library's own (``tl.sum`` in
+    ``triton/language/standard.py``) copies the interpreter module's globals (``injected``)
+    into that module where it lacks them: those new names are the interpreter's too.
     """
     for space, saved in snap.language.items():
         now = _vars(space)
@@ -159,11 +164,14 @@ def _check_language(snap: _Snapshot, in_launch: bool) -> None:
             value, original = now.get(name, _ABSENT), saved.get(name, _ABSENT)
             if value is original:
                 continue
+            if original is _ABSENT and isinstance(space, types.ModuleType):
+                if value is injected.get(name, _ABSENT):  # the rewriter's own (see above)
+                    continue
             key = (id(space), name)
             defaults: dict[str, Any] = getattr(value, "__kwdefaults__", None) or {}
             member = defaults.get("member", original)
             stand_in = key in snap.patched and _stand_in(value) == snap.patched[key]
-            if not (in_launch and stand_in and member is original):
+            if not (stand_in and member is original):
                 where = getattr(space, "__qualname__", getattr(space, "__name__", "?"))
                 raise InterpreterChanged(f"Triton's language was changed: {where}.{name}")
 
@@ -173,18 +181,14 @@ LAZY = frozenset({"__annotations__"})
 """Names Python itself sets on a class when first asked (an empty ``__annotations__``)."""
 
 
-def check_interpreter(interpreted: Any, in_launch: bool) -> None:
-    """Raise :class:`InterpreterChanged` unless ``interpreted`` runs as the verifier installed.
-
-    ``in_launch``: the interpreter's patches of the language may be in place (a launch runs:
-    this one's grid is set, or this one is launched inside another's grid).
-    """
+def check_interpreter(interpreted: Any) -> None:
+    """Raise :class:`InterpreterChanged` unless ``interpreted`` runs as the verifier installed."""
     if not _SNAPSHOT:
         return
     snap = _SNAPSHOT[0]
-    _check_language(snap, in_launch)
     import triton.runtime.interpreter as interpreter  # pyright: ignore[reportMissingTypeStubs]
 
+    _check_language(snap, _vars(interpreter))
     found: Any = interpreter
     for cls, saved in snap.classes.items():
         now = _vars(cls)
