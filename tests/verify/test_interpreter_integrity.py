@@ -8,12 +8,19 @@ loaded block: each passed the vector add ("correct on 6 trials") before
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+from pathlib import Path
+
 import pytest
 
 from tests.verify.conftest import GOOD_ADD
 from upskills.verify.verdict import ErrorClass
 
 pytest.importorskip("triton")
+
+ROOT = Path(__file__).resolve().parents[2]
 
 NUMPY_ADD = """
 @triton.jit
@@ -85,3 +92,45 @@ def test_the_language_changed_inside_a_launch_fails_as_a_guard(cpu_verifier, add
     v = cpu_verifier.check(add_task, source)
     assert not v.passed and v.error_class == ErrorClass.GUARD, v.message
     assert "tensor.__sub__" in v.message, v.message
+
+
+WARNED = """
+import os, sys, warnings
+os.environ["TRITON_INTERPRET"] = "1"
+import triton
+import triton.language as tl
+from upskills.verify.guards import LaunchCounter
+from upskills.verify.interpreter_integrity import InterpreterChanged, check_interpreter
+
+
+@triton.jit
+def kernel(x_ptr):
+    pass
+
+
+LaunchCounter().install()
+check_interpreter(kernel)
+warnings.warn_explicit("note", UserWarning, "core.py", 1, module="triton.language.core",
+                       registry=vars(tl.core).setdefault("__warningregistry__", {}))
+check_interpreter(kernel)  # Python's own registry of the warning: not a change
+tl.core.atomic_xchg = tl.core.atomic_add
+try:
+    check_interpreter(kernel)
+except InterpreterChanged as exc:
+    assert "atomic_xchg" in str(exc), exc
+else:
+    raise AssertionError("not seen")
+print("checked")
+"""
+
+
+def test_a_warning_from_the_language_is_not_a_change(tmp_path):
+    """A warning issued from Triton's language leaves ``__warningregistry__`` in its module
+    (a corpus kernel's cross_entropy launch did): not a change; a replaced name still is."""
+    script = tmp_path / "warned.py"
+    script.write_text(WARNED, encoding="utf-8")
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    done = subprocess.run(
+        [sys.executable, str(script)], capture_output=True, text=True, env=env, timeout=300
+    )
+    assert done.returncode == 0 and "checked" in done.stdout, done.stderr[-3000:]

@@ -177,8 +177,10 @@ def _check_language(snap: _Snapshot, injected: dict[str, Any]) -> None:
 
 
 _ABSENT = object()
-LAZY = frozenset({"__annotations__"})
-"""Names Python itself sets on a class when first asked (an empty ``__annotations__``)."""
+LAZY = frozenset({"__annotations__", "__warningregistry__"})
+"""Names Python itself sets when first needed: a class's empty ``__annotations__``, a
+module's ``__warningregistry__`` once a warning is issued from it (a corpus kernel's
+``cross_entropy`` launch warned from ``triton.language.core``, 2026-12-06)."""
 
 
 def check_interpreter(interpreted: Any) -> None:
