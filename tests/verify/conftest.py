@@ -2,6 +2,12 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
 import pytest
 
 from upskills.tasks.model import ShapeVariant, Task
@@ -194,3 +200,16 @@ def cpu_verifier():
 
     with Verifier("cpu", CheckOptions(seeds=2, timeout_s=60)) as verifier:
         yield verifier
+
+
+def run_checked_script(folder: Path, source: str) -> None:
+    """Run ``source`` as a script in a fresh Python (the checkout on its path); it must print
+    ``checked`` and exit 0 (for tests that patch Triton or run it interpreted in-process)."""
+    script = folder / "script.py"
+    script.write_text(textwrap.dedent(source), encoding="utf-8")
+    root = str(Path(__file__).resolve().parents[2])
+    env = {**os.environ, "PYTHONPATH": root}
+    done = subprocess.run(
+        [sys.executable, str(script)], capture_output=True, text=True, env=env, timeout=300
+    )
+    assert done.returncode == 0 and "checked" in done.stdout, done.stderr[-3000:]

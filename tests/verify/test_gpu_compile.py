@@ -7,20 +7,13 @@ constexpr global, a tensor method, the library's own ``@jit`` functions, options
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
-import textwrap
-from pathlib import Path
-
 import pytest
 
-from tests.verify.conftest import GOOD_ADD
+from tests.verify.conftest import GOOD_ADD, run_checked_script
 from upskills.verify.verdict import ErrorClass
 
 pytest.importorskip("triton")
 
-ROOT = Path(__file__).resolve().parents[2]
 
 PRELUDE = """
 import torch
@@ -353,13 +346,7 @@ def test_helpers_globals_methods_and_options_reach_the_compiler(tmp_path):
     refuses it; a named tuple's class and functions that name each other compile; a kernel
     compiled with Triton's own module and sent again with a module of the candidate's under
     that name is compiled again, not answered from Triton's cache."""
-    script = tmp_path / "compiled_here.py"
-    script.write_text(textwrap.dedent(COMPILED_HERE), encoding="utf-8")
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    done = subprocess.run(
-        [sys.executable, str(script)], capture_output=True, text=True, env=env, timeout=300
-    )
-    assert done.returncode == 0 and "checked" in done.stdout, done.stderr[-3000:]
+    run_checked_script(tmp_path, COMPILED_HERE)
 
 
 def test_the_compiler_process_evaluates_no_annotation_but_a_name(tmp_path, monkeypatch):

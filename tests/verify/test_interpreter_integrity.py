@@ -8,33 +8,18 @@ loaded block: each passed the vector add ("correct on 6 trials") before
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
-from pathlib import Path
-
 import pytest
 
-from tests.verify.conftest import GOOD_ADD
+from tests.verify.conftest import GOOD_ADD, run_checked_script
+from tests.verify.test_gpu_compile import PYTHON_ON_A_BLOCK
 from upskills.verify.verdict import ErrorClass
 
 pytest.importorskip("triton")
 
-ROOT = Path(__file__).resolve().parents[2]
 
-NUMPY_ADD = """
-@triton.jit
-def numpy_kernel(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr):
-    pid = tl.program_id(0)
-    offs = pid * BLOCK + tl.arange(0, BLOCK)
-    mask = offs < n
-    x = tl.load(x_ptr + offs, mask=mask)
-    y = tl.load(y_ptr + offs, mask=mask)
-    x.handle.data[:] = x.handle.data + y.handle.data  # NumPy on the block: interpreter only
-    tl.store(out_ptr + offs, x, mask=mask)
-
-
-"""
+NUMPY_ADD = (  # the vector add's kernel with NumPy on the block, under another name
+    PYTHON_ON_A_BLOCK[PYTHON_ON_A_BLOCK.index("@triton.jit") : PYTHON_ON_A_BLOCK.index("class")]
+).replace("add_kernel", "numpy_kernel")
 SUBTRACTS = GOOD_ADD.replace("x + y, mask=mask)", "x - y, mask=mask)")
 ALIAS = """T = tl.tensor  # Triton's class under a name the static check does not know
 
@@ -127,10 +112,4 @@ print("checked")
 def test_a_warning_from_the_language_is_not_a_change(tmp_path):
     """A warning issued from Triton's language leaves ``__warningregistry__`` in its module
     (a corpus kernel's cross_entropy launch did): not a change; a replaced name still is."""
-    script = tmp_path / "warned.py"
-    script.write_text(WARNED, encoding="utf-8")
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    done = subprocess.run(
-        [sys.executable, str(script)], capture_output=True, text=True, env=env, timeout=300
-    )
-    assert done.returncode == 0 and "checked" in done.stdout, done.stderr[-3000:]
+    run_checked_script(tmp_path, WARNED)
