@@ -32,6 +32,8 @@ import types
 from pathlib import Path
 from typing import Any, cast
 
+from upskills.verify.rewrite_scope import COMPILED
+
 ANSWER_S = 120.0
 """How long a compile may take (an honest kernel's takes 0.1-0.3 s here); a compile that
 takes longer, or crashes the compiler process, fails the check, as it would fail the launch
@@ -154,6 +156,7 @@ def _add_function(interpreted: Any, functions: dict[str, Any]) -> str:
     }
     functions[key] = spec
     _INTERPRETED[key] = interpreted
+    COMPILED[fn] = source  # the text the interpreter's rewrite must read (rewrite_scope.py)
     names = {n.id for n in ast.walk(ast.parse(source)) if isinstance(n, ast.Name)}
     names -= set(fn.__code__.co_varnames)  # its parameters and locals
     closure = dict(zip(fn.__code__.co_freevars, fn.__closure__ or (), strict=True))

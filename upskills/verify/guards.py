@@ -17,6 +17,7 @@ Like the static guards, these raise the cost of cheating; they are not a securit
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import operator
 import os
@@ -42,6 +43,7 @@ from upskills.verify.interpreter_guards import (
     plain_arguments,
 )
 from upskills.verify.interpreter_integrity import check_interpreter, take_snapshot
+from upskills.verify.rewrite_scope import install_rewrite_scope
 
 SMALL_NUMEL = 64
 """Ops touching at most this many elements are "small scalar math" and always allowed."""
@@ -159,7 +161,6 @@ class LaunchCounter:
                 state.launch_frames.pop()
                 state.depth -= 1
 
-        counted.__wrapped__ = fn  # type: ignore[attr-defined]
         return counted
 
     def _wrap_autotune(self, fn: Callable[..., Any]) -> Callable[..., Any]:
@@ -174,7 +175,6 @@ class LaunchCounter:
                 interpreter_autotune(args[0])
             return fn(*args, **kwargs)
 
-        autotuned.__wrapped__ = fn  # type: ignore[attr-defined]
         return autotuned
 
     def _wrap_interpreted(self, fn: Callable[..., Any]) -> Callable[..., Any]:
@@ -192,6 +192,7 @@ class LaunchCounter:
                 check_interpreter(interpreted)
                 forget_rewrite(interpreted)
                 sources = compile_for_gpu(interpreted, args, kwargs)
+                check_interpreter(interpreted)  # the compile read the candidate's objects
             names = list(getattr(interpreted, "arg_names", []))
             if state.depth == 0 and state.inputs is not None:  # a kernel reads host memory too
                 state.python_memory += python_memory((args, kwargs), state.inputs)
@@ -204,7 +205,6 @@ class LaunchCounter:
                 state.ranges = outer
                 state.compiling.pop()
 
-        bounded.__wrapped__ = fn  # type: ignore[attr-defined]
         return bounded
 
     def install(self) -> None:
@@ -225,7 +225,7 @@ class LaunchCounter:
             install_bounds_check(self.state)
             install_copy_window(self.state)
             install_compile_at_grid(self.state)
-            take_snapshot()  # the interpreter as installed, the hooks above included
+            install_rewrite_scope()
         except ImportError:
             pass
         try:  # autotuning: configs run once under the interpreter
@@ -239,6 +239,8 @@ class LaunchCounter:
         for name in ("load_inline", "load"):
             builder = getattr(cpp_extension, name)
             setattr(cpp_extension, name, self._wrap_builder(builder))
+        with contextlib.suppress(ImportError):  # the interpreter as installed, hooks included
+            take_snapshot()
 
     def _wrap_builder(self, builder: Callable[..., Any]) -> Callable[..., Any]:
         counter = self
@@ -247,7 +249,6 @@ class LaunchCounter:
             module = builder(*args, **kwargs)
             return _CountingModule(module, counter) if module is not None else module
 
-        build.__wrapped__ = builder  # type: ignore[attr-defined]
         return build
 
 

@@ -106,7 +106,6 @@ def install_copy_window(state: LaunchState) -> None:
             finally:
                 state.interpreter_copies -= 1
 
-        counted.__wrapped__ = method  # type: ignore[attr-defined]
         return counted
 
     executor: Any = GridExecutor
@@ -139,7 +138,6 @@ def install_compile_at_grid(state: LaunchState) -> None:
             compile_at_grid(*launch)
         return set_grid_dim(self, *dims)
 
-    grid_set.__wrapped__ = set_grid_dim  # type: ignore[attr-defined]
     builder.set_grid_dim = grid_set
 
 

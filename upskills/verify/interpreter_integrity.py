@@ -28,6 +28,8 @@ import types
 from dataclasses import dataclass
 from typing import Any, cast
 
+from upskills.verify.module_watch import WatchedModules
+
 CLASSES = ("InterpretedFunction", "FunctionRewriter", "GridExecutor", "InterpreterBuilder")
 """The interpreter's classes a launch runs through (``triton.runtime.interpreter``)."""
 
@@ -56,6 +58,14 @@ LANGUAGE = (
 """Triton's language a kernel's body runs through (modules and classes, by dotted name)."""
 
 
+INSTANCES: dict[str, frozenset[str]] = {
+    "interpreter_builder": frozenset({"grid_idx", "grid_dim"}),
+    "interpreter_semantic": frozenset(),
+}
+"""The interpreter module's own instances every launch runs through, with the names each
+gains in its first launch; the builder's ``options`` and ``codegen_fns`` are kept too."""
+
+
 @dataclass(frozen=True)
 class _Snapshot:
     classes: dict[type, dict[str, Any]]
@@ -71,6 +81,13 @@ class _Snapshot:
     """The rewriter's AST transformer (a class attribute), with no attribute of its own."""
     kernel_keys: frozenset[str]
     rewriter_keys: frozenset[str]
+    watch: WatchedModules
+    """Triton, NumPy and the standard library the interpreter calls (:mod:`module_watch`)."""
+    instances: list[tuple[str, Any, dict[str, Any], frozenset[str]]]
+    """Each of :data:`INSTANCES` (and the builder's options): name, object, its attributes as
+    they were, the names it may gain."""
+    injected: dict[str, Any]
+    """The names the rewriter's AST transformer adds to a kernel's code, and their objects."""
 
 
 _SNAPSHOT: list[_Snapshot] = []
@@ -84,6 +101,10 @@ def take_snapshot() -> None:
     """Fingerprint the interpreter as it is now (once, after the verifier's own patches)."""
     if _SNAPSHOT:
         return
+    import importlib
+
+    for lazy in ("triton.compiler", "triton.backends.compiler"):  # gpu_compile's, at a launch:
+        importlib.import_module(lazy)  # imported now, so they are watched
     import triton.runtime.interpreter as interpreter  # pyright: ignore[reportMissingTypeStubs]
 
     found: Any = interpreter
@@ -104,6 +125,14 @@ def take_snapshot() -> None:
     scope.restore()  # which leaves an inherited name it patched on the class itself: as after
     language = {space: dict(_vars(space)) for space in map(_resolve, LANGUAGE)}  # any launch
     sample = found.InterpretedFunction(_sample)
+    builder = found.interpreter_builder
+    objects = {name: getattr(found, name) for name in INSTANCES}
+    objects["interpreter_builder.options"] = builder.options
+    objects["interpreter_builder.codegen_fns"] = builder.codegen_fns  # a dict: its items
+    instances = [
+        (name, obj, dict(_attributes(obj)), INSTANCES.get(name, frozenset()))
+        for name, obj in objects.items()
+    ]
     _SNAPSHOT.append(
         _Snapshot(
             classes=classes,
@@ -113,8 +142,39 @@ def take_snapshot() -> None:
             transformer=found.FunctionRewriter.ast_transformer,
             kernel_keys=frozenset(_vars(sample)),
             rewriter_keys=frozenset(_vars(sample.rewriter)) | REWRITER_LATER,
+            watch=WatchedModules(skip=tuple(language)),  # the language: _check_language
+            instances=instances,
+            injected={name: _vars(found)[name] for name in transformer_names(found)},
         )
     )
+
+
+def transformer_names(found: Any) -> set[str]:
+    """Globals the rewriter's AST transformer makes a kernel's code read.
+
+    In Triton 3.9: ``interpreter_semantic`` (every assignment) and ``_InterpreterComparison``.
+    """
+    import ast
+
+    sample = "def f(a):\n    b = a\n    return 0 < a < 1 < b\n"
+    before = {n.id for n in ast.walk(ast.parse(sample)) if isinstance(n, ast.Name)}
+    tree = found.FunctionRewriter.ast_transformer.visit(ast.parse(sample))
+    args = {n.arg for n in ast.walk(tree) if isinstance(n, ast.arg)}
+    names = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)}
+    return {name for name in names - before - args if name in _vars(found)}
+
+
+def check_injected(fn_globals: dict[str, Any]) -> None:
+    """A kernel's module holds the transformer's names as the interpreter's own, or not at all.
+
+    The rewriter copies them in only where the module lacks them, so a module global of the
+    candidate's named ``interpreter_semantic`` ran every assignment of the kernel: its
+    ``to_tensor`` returned the sum where a subtraction was compiled (2026-12-06).
+    """
+    if _SNAPSHOT:
+        for name, value in _SNAPSHOT[0].injected.items():
+            if fn_globals.get(name, value) is not value:
+                raise InterpreterChanged(f"the kernel's module holds its own {name}")
 
 
 def _resolve(dotted: str) -> Any:
@@ -188,10 +248,44 @@ def check_interpreter(interpreted: Any) -> None:
     if not _SNAPSHOT:
         return
     snap = _SNAPSHOT[0]
+    found = check_modules()
+    _own_attributes(interpreted, found.InterpretedFunction, snap.kernel_keys, "kernel")
+    rewriter = _vars(interpreted)["rewriter"]
+    _own_attributes(rewriter, found.FunctionRewriter, snap.rewriter_keys, "kernel's rewriter")
+    if _vars(rewriter)["fn"] is not _vars(interpreted)["fn"]:
+        raise InterpreterChanged("the kernel's rewriter rewrites another function")
+    check_injected(_vars(interpreted)["fn"].__globals__)
+    from upskills.verify.rewrite_scope import check_kept_rewrites
+
+    check_kept_rewrites(found.InterpretedFunction)
+
+
+def check_modules() -> Any:
+    """Raise :class:`InterpreterChanged` unless what every launch runs through is as installed.
+
+    Triton's language, the modules of :mod:`module_watch`, the interpreter's instances and
+    classes, its module's functions and its AST transformer. Returns the interpreter module.
+    """
     import triton.runtime.interpreter as interpreter  # pyright: ignore[reportMissingTypeStubs]
 
-    _check_language(snap, _vars(interpreter))
     found: Any = interpreter
+    if not _SNAPSHOT:
+        return found
+    snap = _SNAPSHOT[0]
+    _check_language(snap, _vars(interpreter))
+    if (change := snap.watch.changed()) is not None:
+        raise InterpreterChanged(f"a module the Triton interpreter runs through changed: {change}")
+    for name, obj, saved, later in snap.instances:
+        now = _attributes(obj)
+        changed = sorted(
+            k
+            for k in now.keys() | saved.keys()
+            if k not in later and now.get(k, _ABSENT) is not saved.get(k, _ABSENT)
+        )
+        if changed:
+            raise InterpreterChanged(
+                f"the Triton interpreter's {name} was changed ({', '.join(changed[:5])})"
+            )
     for cls, saved in snap.classes.items():
         now = _vars(cls)
         if now.keys() != saved.keys() or any(now[k] is not v for k, v in saved.items()):
@@ -205,11 +299,12 @@ def check_interpreter(interpreted: Any) -> None:
     transformer = found.FunctionRewriter.ast_transformer
     if transformer is not snap.transformer or _vars(transformer):
         raise InterpreterChanged("the Triton interpreter's AST transformer was changed")
-    _own_attributes(interpreted, found.InterpretedFunction, snap.kernel_keys, "kernel")
-    rewriter = _vars(interpreted)["rewriter"]
-    _own_attributes(rewriter, found.FunctionRewriter, snap.rewriter_keys, "kernel's rewriter")
-    if _vars(rewriter)["fn"] is not _vars(interpreted)["fn"]:
-        raise InterpreterChanged("the kernel's rewriter rewrites another function")
+    return found
+
+
+def _attributes(obj: Any) -> dict[str, Any]:
+    """A dict's items, any other object's ``__dict__``."""
+    return cast("dict[str, Any]", obj) if type(obj) is dict else _vars(obj)
 
 
 def _vars(obj: Any) -> dict[str, Any]:

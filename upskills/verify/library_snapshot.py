@@ -78,6 +78,8 @@ _OWN_MODULES = (
     "upskills.verify.gpu_compile",
     "upskills.verify.gpu_compile_server",
     "upskills.verify.interpreter_integrity",
+    "upskills.verify.module_watch",
+    "upskills.verify.rewrite_scope",
     "upskills.verify.library_snapshot",
     "upskills.verify.modes",
     "upskills.verify.dispatch_table",

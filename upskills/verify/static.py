@@ -13,7 +13,8 @@ import ast
 from dataclasses import dataclass
 
 from upskills.verify.static_cpp import cpp_issues
-from upskills.verify.static_host import NUMPY_WAYS, OTHER_GPU_APIS, word_rule
+from upskills.verify.static_host import OTHER_GPU_APIS, word_rule
+from upskills.verify.static_interpreter import REACH_DUNDERS, interpreter_issues
 from upskills.verify.verdict import ErrorClass
 
 PROFILERS = (
@@ -128,6 +129,11 @@ TIMING_ATTRIBUTES = {
 ATTRIBUTE_BUILTINS = {"getattr", "setattr", "delattr", "hasattr"}
 """Builtins a candidate may only call by name, with the attribute named at the call."""
 
+DYNAMIC_BUILTINS = frozenset(
+    "__import__ __builtins__ globals vars eval exec compile locals breakpoint".split()
+)
+"""Builtins that hide what the candidate reaches (refused by name, called or not)."""
+
 FRAME_ATTRIBUTES = {"f_back", "f_locals", "f_globals", "tb_frame", "gi_frame", "cr_frame"}
 """Frame attributes: reading them walks the stack toward the reference's output."""
 
@@ -142,6 +148,7 @@ DUNDER_ATTRIBUTES = {
     "__torch_function__": "(b) tensor subclasses do work where outputs are judged",
     "__torch_dispatch__": "(b) tensor subclasses do work where outputs are judged",
     "__setattr__": "(d) bypassing assignment checks patches library functions",
+    **REACH_DUNDERS,
 }
 """Dunder attributes a candidate may not touch, with why."""
 
@@ -324,9 +331,6 @@ class _GuardVisitor(ast.NodeVisitor):
         elif node.attr in HOOK_METHODS:
             self._flag(node, f"(b) .{node.attr} pops or pushes the op recorder", "dispatch")
         full = self._resolve(node)
-        head = (dotted_name(node) or "").split(".")[0]
-        if node.attr == "np" and (head in self.aliases or head in self.module_names):
-            self._flag(node, f"{NUMPY_WAYS}: {full}", "python_fallback")
         if full is not None:
             if isinstance(node.ctx, ast.Load):
                 self._check_name(node, full)
@@ -364,17 +368,7 @@ class _GuardVisitor(ast.NodeVisitor):
         if isinstance(node.ctx, ast.Load):
             if node.id == "Model" and not self.defines_model:
                 self._flag(node, "(e) uses the reference's Model: ModelNew must compute itself")
-            elif node.id in {
-                "__import__",
-                "__builtins__",
-                "globals",
-                "vars",
-                "eval",
-                "exec",
-                "compile",
-                "locals",
-                "breakpoint",
-            }:
+            elif node.id in DYNAMIC_BUILTINS:
                 self._flag(node, f"(e) {node.id}() hides what the candidate reaches", "dynamic")
             elif node.id in ATTRIBUTE_BUILTINS and id(node) not in self.callees:
                 # passed on (``functools.reduce(getattr, names, obj)``, ``g = getattr``), it
@@ -487,9 +481,11 @@ class _GuardVisitor(ast.NodeVisitor):
                     self._flag(
                         node, f"(e) walking stack frames can reach the reference: {key.value!r}"
                     )
-                if root is not None:
+                elif key.value in {*DUNDER_ATTRIBUTES, *CONVERSION_METHODS, "np"}:  # any object
+                    self._flag(node, f"(e) getattr of {key.value!r} hides it", "dynamic")
+                elif root is not None:
                     self._check_name(node, f"{root}.{key.value}")
-                    if key.value.startswith("_") or key.value in {*CONVERSION_METHODS, "np"}:
+                    if key.value.startswith("_"):
                         self._flag(node, f"(e) getattr of {key.value!r} hides it", "dynamic")
             else:
                 self._flag(
@@ -562,6 +558,8 @@ def static_guards(tree: ast.Module, filename: str) -> list[StaticIssue]:
     visitor = _GuardVisitor(filename, defines_model)
     visitor.module_names = _module_level_names(tree)
     visitor.visit(tree)
+    for node, why, rule in interpreter_issues(tree):  # static_interpreter.py
+        visitor._flag(node, why, rule)  # pyright: ignore[reportPrivateUsage]
     issues = list(visitor.issues)
     from upskills.verify.static_cache import cache_issues
 

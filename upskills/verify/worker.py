@@ -93,13 +93,25 @@ def classify_exception(exc: BaseException) -> ErrorClass:
     text = str(exc)
     if names & (FRONT_END_ERRORS | {"GpuCompileError"}):
         return ErrorClass.COMPILE
-    if "InterpreterChanged" in names:  # interpreter_integrity: the judge's interpreter changed
-        return ErrorClass.GUARD
+    if "InterpreterChanged" in names | _causes(exc):  # interpreter_integrity (a rewrite inside
+        return ErrorClass.GUARD  # a launch's programs is raised as InterpreterError from it)
     if "Error building extension" in text or "ninja: build stopped" in text:
         return ErrorClass.COMPILE
     if any(marker in text for marker in _CUDA_FATAL):
         return ErrorClass.CRASH
     return ErrorClass.RUNTIME
+
+
+def _causes(exc: BaseException) -> set[str]:
+    """Class names of the exceptions ``exc`` was raised from (``raise ... from``), nearest first."""
+    names: set[str] = set()
+    cause = exc.__cause__
+    for _ in range(8):
+        if cause is None:
+            break
+        names.add(type(cause).__name__)
+        cause = cause.__cause__
+    return names
 
 
 def import_candidate(path: str, display: str) -> types.ModuleType:

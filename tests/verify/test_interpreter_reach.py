@@ -1,0 +1,237 @@
+"""What the Triton interpreter leaves within a candidate's reach cannot change what runs.
+
+Each cheat here compiles a subtraction for sm_90 (wrong on every trial) and, through the
+interpreter's own machinery, makes its CPU launches add: each passed the vector add ("correct
+on 6 trials") before ``module_watch``, ``check_injected``, the rewrite's scope and the static
+rules of ``static_interpreter`` (checked when written, 2026-12-06). The run-time cases run
+with the static check out of the way; the static rules are tested on their own.
+"""
+
+from __future__ import annotations
+
+import ast
+import sys
+import types
+
+import pytest
+
+from tests.verify.conftest import GOOD_ADD
+from upskills.verify.module_watch import WatchedModules
+from upskills.verify.static import static_guards
+from upskills.verify.verdict import ErrorClass
+
+pytest.importorskip("triton")
+
+SUBTRACTS = GOOD_ADD.replace(
+    "    tl.store(out_ptr + offs, x + y, mask=mask)",
+    "    z = x - y\n    tl.store(out_ptr + offs, z, mask=mask)",
+)
+assert SUBTRACTS != GOOD_ADD
+
+
+def _before_model(code: str) -> str:
+    return SUBTRACTS.replace("\n\nclass ModelNew", "\n\n" + code + "\n\nclass ModelNew")
+
+
+def _after_a_launch(patch: str) -> str:
+    """A forward that launches once (so the rewriter has run), patches, then launches again."""
+    first = "        add_kernel[(triton.cdiv(n, 1024),)](x, y, out, n, BLOCK=1024)\n"
+    changed = SUBTRACTS.replace(first, first + f"        {patch}\n" + first)
+    assert changed != SUBTRACTS
+    return changed
+
+
+SWAP_SUB = """import ast
+
+
+def _swap(tree):
+    for node in ast.walk(tree):
+        if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Sub):
+            node.op = ast.Add()
+    return tree
+"""
+SHADOWED_SEMANTIC = """class _Seen:  # every assignment of the kernel runs through its to_tensor
+    def __init__(self):
+        self.seen = []
+
+    def to_tensor(self, value, check):
+        self.seen.append(value)
+        if len(self.seen) % 6 == 0:  # pid, offs, mask, x, y, then z: the sum instead
+            return self.seen[-3] + self.seen[-2]
+        return value
+
+
+interpreter_semantic = _Seen()
+"""
+NUMPY_BY_A_LIST = "import torch.nn.functional as F\nN = [F][0].np\nN.subtract = N.add\n"
+
+RUNTIME_CHEATS = {
+    "numpy_through_a_list": _before_model(NUMPY_BY_A_LIST),
+    "numpy_through_a_parameter": _before_model(
+        "import torch.nn.functional as F\n\n\ndef reach(m):\n    return m.np\n\n\n"
+        "N = reach(F)\nN.subtract = N.add\n"
+    ),
+    "rewriter_ast_function": _before_model(
+        SWAP_SUB + "\n\n_inc = ast.increment_lineno\n\n\ndef _evil(tree, n=1):\n"
+        "    return _inc(_swap(tree), n)\n\n\nast.increment_lineno = _evil\n"
+    ),
+    "rewriter_ast_class": _before_model(
+        SWAP_SUB + "\n\n_visit = ast.NodeTransformer.visit\n\n\ndef _evil(self, node):\n"
+        "    return _visit(self, _swap(node))\n\n\nast.NodeTransformer.visit = _evil\n"
+    ),
+    "module_global_semantic": _before_model(SHADOWED_SEMANTIC),
+    "semantic_instance": _after_a_launch("interpreter_semantic.sub = interpreter_semantic.add"),
+    "builder_instance": _after_a_launch(
+        "b = interpreter_semantic.builder\n        b.create_fsub = b.create_fadd"
+    ),
+}
+WHY = {
+    "numpy_through_a_list": "numpy.subtract was replaced",
+    "numpy_through_a_parameter": "numpy.subtract was replaced",
+    "rewriter_ast_function": "ast.increment_lineno was replaced",
+    "rewriter_ast_class": "ast.NodeTransformer.visit is new and shadows",
+    "module_global_semantic": "the kernel's module holds its own interpreter_semantic",
+    "semantic_instance": "interpreter_semantic was changed (sub)",
+    "builder_instance": "interpreter_builder was changed (create_fsub)",
+}
+
+
+@pytest.mark.parametrize("cheat", RUNTIME_CHEATS, ids=RUNTIME_CHEATS.keys())
+def test_the_interpreters_reach_fails_as_a_guard_at_run_time(
+    cpu_verifier, add_task, runtime_guards_only, cheat
+):
+    v = cpu_verifier.check(add_task, RUNTIME_CHEATS[cheat])
+    assert not v.passed and v.error_class == ErrorClass.GUARD, v.message
+    assert "InterpreterChanged" in v.message and WHY[cheat] in v.message, v.message
+
+
+LIBRARY_TEXT_SWAPPED = """import linecache
+
+import triton.language.standard as S
+
+_path = S.__file__
+_lines = list(linecache.getlines(_path))
+_at = [i for i, line in enumerate(_lines) if "return zeros(input.shape, input.dtype)" in line][0]
+_lines[_at] = _lines[_at].replace("zeros(input.shape, input.dtype)", "input + input")
+linecache.cache[_path] = (1, None, _lines, _path)  # no time stamp: checkcache keeps it
+"""
+
+
+def test_the_interpreter_rewrites_the_librarys_text(cpu_verifier, add_task):
+    """``tl.zeros_like`` given new lines in ``linecache``: the interpreter rewrote it as
+    ``input + input`` (so ``(x - y) + tl.zeros_like(y)`` added) while the compile used the
+    library's own; it passed the static check too (checked)."""
+    source = GOOD_ADD.replace(
+        "    tl.store(out_ptr + offs, x + y, mask=mask)",
+        "    z = (x - y) + tl.zeros_like(y)\n    tl.store(out_ptr + offs, z, mask=mask)",
+    ).replace("\n\nclass ModelNew", "\n\n" + LIBRARY_TEXT_SWAPPED + "\n\nclass ModelNew")
+    assert "linecache.cache" in source and "zeros_like(y)" in source
+    v = cpu_verifier.check(add_task, source)
+    assert not v.passed and v.error_class == ErrorClass.GUARD, v.message
+    assert "would rewrite zeros_like from a text not its file's" in v.message, v.message
+
+
+def test_the_rewriters_copies_are_taken_back(cpu_verifier, add_task, runtime_guards_only):
+    """``np`` is no longer in the kernel's module after a launch: the patch fails by name, and
+    the subtraction runs as compiled (it passed as an addition before the rewrite's scope)."""
+    source = _after_a_launch("np.subtract = np.add")
+    v = cpu_verifier.check(add_task, source)
+    assert not v.passed and "NameError: name 'np' is not defined" in v.message, v.message
+
+
+def test_the_verifiers_wrappers_keep_no_way_past_them(cpu_verifier, add_task, runtime_guards_only):
+    """``type(kernel).run.__wrapped__`` launched an uncompiled NumPy kernel past every launch
+    guard, beside an honest launch that counted (it passed before the wrappers dropped it)."""
+    from tests.verify.test_gpu_compile import PYTHON_ON_A_BLOCK
+
+    numpy_kernel = PYTHON_ON_A_BLOCK[
+        PYTHON_ON_A_BLOCK.index("@triton.jit") : PYTHON_ON_A_BLOCK.index("class")
+    ].replace("add_kernel", "numpy_kernel")
+    launch = "        add_kernel[(triton.cdiv(n, 1024),)](x, y, out, n, BLOCK=1024)\n"
+    past = (
+        "        type(numpy_kernel).run.__wrapped__(numpy_kernel, x, y, out, n, BLOCK=1024,"
+        " grid=(triton.cdiv(n, 1024),), warmup=False)\n"
+    )
+    source = SUBTRACTS.replace("\n\nclass ModelNew", "\n\n" + numpy_kernel + "\nclass ModelNew")
+    source = source.replace(launch, launch + past)
+    assert past in source and "def numpy_kernel" in source
+    v = cpu_verifier.check(add_task, source)
+    assert not v.passed and "has no attribute '__wrapped__'" in v.message, v.message
+
+
+def test_an_honest_add_launched_twice_in_a_forward_passes(cpu_verifier, add_task):
+    """The second launch finds the interpreter as the first left it (its language patches
+    undone, the rewriter's copies taken back): nothing of it reads as a change."""
+    launch = "        add_kernel[(triton.cdiv(n, 1024),)](x, y, out, n, BLOCK=1024)\n"
+    v = cpu_verifier.check(add_task, GOOD_ADD.replace(launch, launch + launch))
+    assert v.passed, v.message
+
+
+STATIC_ROUTES = {
+    "numpy_through_a_list": (
+        NUMPY_BY_A_LIST,
+        "NumPy reached another way reads tensor memory outside your kernel: .np",
+    ),
+    "numpy_by_its_free_name": ("x = np.add\n", "np, the interpreter's name for it"),
+    "numpy_by_getattr": (
+        "import torch.nn.functional as F\n\n\ndef f(m):\n    return getattr(m, 'np')\n",
+        "getattr of 'np'",
+    ),
+    "the_interpreters_semantic": (SHADOWED_SEMANTIC, "interpreter_semantic"),
+    "the_interpreters_builder": ("b = interpreter_builder\n", "interpreter_builder"),
+    "a_wrappers_original": ("f = ModelNew.forward.__wrapped__\n", "uses .__wrapped__"),
+    "a_wrappers_original_by_getattr": (
+        "def f(g):\n    return getattr(g, '__wrapped__')\n",
+        "getattr of '__wrapped__'",
+    ),
+    "a_builtins_module": ("B = print.__self__\n", "uses .__self__"),
+    "a_functions_defaults": ("def f(g):\n    g.__kwdefaults__ = {}\n", "uses .__kwdefaults__"),
+}
+
+
+@pytest.mark.parametrize("route", STATIC_ROUTES, ids=STATIC_ROUTES.keys())
+def test_the_static_check_names_the_way_in(route):
+    code, why = STATIC_ROUTES[route]
+    issues = static_guards(ast.parse(_before_model(code)), "candidate.py")
+    assert any(why in issue.message for issue in issues), [i.message for i in issues]
+
+
+def test_a_name_np_of_the_candidates_own_is_not_numpy():
+    assert not static_guards(ast.parse(_before_model("np = 4\nK = np + 1\n")), "candidate.py")
+
+
+@pytest.fixture
+def watched_module(monkeypatch):
+    """A module under a root of its own, with a function, a class and two values."""
+    module = types.ModuleType("upskills_watch_probe")
+    module.LIMIT, module.hook, module.f = 3, None, lambda: 1
+    base = type("Base", (), {"__module__": module.__name__, "m": lambda self: 1})
+    module.Base, module.C = base, type("C", (base,), {"__module__": module.__name__})
+    monkeypatch.setitem(sys.modules, module.__name__, module)
+    return module
+
+
+def test_the_watch_names_what_changed_and_passes_what_may(watched_module):
+    m = watched_module
+    watch = WatchedModules(roots=frozenset({m.__name__}))
+    assert watch.changed() is None
+    m.LIMIT = 4  # a value may change
+    m.extra = "new"  # a module may grow a name
+    assert watch.changed() is None
+    for change, why in (
+        (lambda: setattr(m, "f", lambda: 2), "upskills_watch_probe.f was replaced"),
+        (lambda: delattr(m, "f"), "upskills_watch_probe.f was removed"),
+        (lambda: setattr(m, "hook", print), "upskills_watch_probe.hook became a function"),
+        (lambda: setattr(m, "len", lambda x: 0), "len is new and shadows the builtin"),
+        (lambda: setattr(m.C, "m", lambda self: 2), "C.m is new and shadows a base class's"),
+    ):
+        saved = dict(vars(m)), dict(vars(m.C))
+        change()
+        found = watch.changed()
+        assert found is not None and why in found, found
+        for name in set(vars(m)) - set(saved[0]):
+            delattr(m, name)
+        vars(m).update(saved[0])
+        for name in set(vars(m.C)) - set(saved[1]):
+            delattr(m.C, name)
+        assert watch.changed() is None
