@@ -131,6 +131,61 @@ def test_the_interpreter_rewrites_the_librarys_text(cpu_verifier, add_task):
     assert "would rewrite zeros_like from a text not its file's" in v.message, v.message
 
 
+HELPER_GIVEN_ANOTHERS_REWRITER = """@triton.jit
+def helper(x, y):
+    return x - y
+
+
+@triton.jit
+def numpy_helper(x, y):
+    x.handle.data[:] = x.handle.data + y.handle.data
+    return x
+
+
+helper.rewriter = numpy_helper.rewriter
+"""
+
+
+def test_a_helper_runs_its_own_rewrite(cpu_verifier, add_task, runtime_guards_only):
+    """A helper given a NumPy helper's rewriter, its kept rewrite dropped after each launch
+    (so no later check found it): the compile carried the subtraction it shows (it passed
+    before ``InterpretedFunction.rewrite`` checked every function it rewrites, checked)."""
+    source = GOOD_ADD.replace(
+        "    tl.store(out_ptr + offs, x + y, mask=mask)",
+        "    z = helper(x, y)\n    tl.store(out_ptr + offs, z, mask=mask)",
+    ).replace("\n\nclass ModelNew", "\n\n" + HELPER_GIVEN_ANOTHERS_REWRITER + "\n\nclass ModelNew")
+    source = source.replace(
+        "        return out",
+        "        type(add_kernel).rewritten_fn.pop(helper.fn, None)\n        return out",
+    )
+    assert "rewritten_fn.pop" in source and "z = helper(x, y)" in source
+    v = cpu_verifier.check(add_task, source)
+    assert not v.passed and v.error_class == ErrorClass.GUARD, v.message
+    assert "the rewriter of helper rewrites another function" in v.message, v.message
+
+
+def test_a_kernel_of_the_candidates_is_never_the_verifiers_own(
+    cpu_verifier, add_task, runtime_guards_only
+):
+    """A NumPy kernel marked with the attribute the verifier once marked its own kernels by
+    (``_upskills_internal``) was launched uncounted and never compiled, beside an honest
+    launch that counted: it passed (checked on ``048d4a5``). Own kernels are now known by
+    identity (``own_kernels.py``), and the mark is an attribute not Triton's."""
+    from tests.verify.test_gpu_compile import PYTHON_ON_A_BLOCK
+
+    numpy_kernel = PYTHON_ON_A_BLOCK[
+        PYTHON_ON_A_BLOCK.index("@triton.jit") : PYTHON_ON_A_BLOCK.index("class")
+    ].replace("add_kernel", "numpy_kernel")
+    launch = "        add_kernel[(triton.cdiv(n, 1024),)](x, y, out, n, BLOCK=1024)\n"
+    marked = numpy_kernel + "\nnumpy_kernel._upskills_internal = True\n\n"
+    source = SUBTRACTS.replace("\n\nclass ModelNew", "\n\n" + marked + "\nclass ModelNew")
+    source = source.replace(launch, launch + launch.replace("add_kernel", "numpy_kernel"))
+    assert "numpy_kernel[(" in source and "_upskills_internal = True" in source
+    v = cpu_verifier.check(add_task, source)
+    assert not v.passed and v.error_class == ErrorClass.GUARD, v.message
+    assert "attributes not its own" in v.message and "_upskills_internal" in v.message, v.message
+
+
 def test_the_rewriters_copies_are_taken_back(cpu_verifier, add_task, runtime_guards_only):
     """``np`` is no longer in the kernel's module after a launch: the patch fails by name, and
     the subtraction runs as compiled (it passed as an addition before the rewrite's scope)."""

@@ -1,13 +1,15 @@
 # pyright: basic
 """The Triton kernel of :func:`upskills.verify.fingerprint.projections` (Triton has no stubs).
 
-Made on first use and marked as the verifier's own (``_upskills_internal``), like the
+Made on first use and marked as the verifier's own (:mod:`upskills.verify.own_kernels`), like the
 perturbation's kernel: the candidate process's launch counter leaves it out.
 """
 
 from __future__ import annotations
 
 from typing import Any
+
+from upskills.verify.own_kernels import mark_own
 
 _KERNEL: Any = None
 
@@ -34,6 +36,5 @@ def projection_kernel() -> Any:
             negative = ((h >> (40 + k)) & 1) != 0
             tl.store(out_ptr + pid * K + k, tl.sum(tl.where(negative, -x, x), axis=0))
 
-    setattr(fingerprint_kernel, "_upskills_internal", True)  # noqa: B010
-    _KERNEL = fingerprint_kernel
+    _KERNEL = mark_own(fingerprint_kernel)
     return _KERNEL

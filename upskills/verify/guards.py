@@ -43,6 +43,7 @@ from upskills.verify.interpreter_guards import (
     plain_arguments,
 )
 from upskills.verify.interpreter_integrity import check_interpreter, take_snapshot
+from upskills.verify.own_kernels import is_own
 from upskills.verify.rewrite_scope import install_rewrite_scope
 
 SMALL_NUMEL = 64
@@ -131,7 +132,7 @@ class LaunchCounter:
         def counted(*args: Any, **kwargs: Any) -> Any:
             # the verifier's own kernels (the timing inputs' perturbation) are not the
             # candidate's launches; marking its own kernels so only hides launches it needs
-            if kwargs.get("warmup") or getattr(args[0] if args else None, "_upskills_internal", 0):
+            if kwargs.get("warmup") or is_own(args[0] if args else None):
                 return fn(*args, **kwargs)
             state.launches += 1
             if callable(kwargs.get("grid")):  # the candidate's code, run inside the launch
@@ -185,7 +186,7 @@ class LaunchCounter:
             args, kwargs = plain_arguments(args, kwargs)  # the interpreter reads them inside
             if "grid" in kwargs:  # its sizes read once, before the launch's last compile
                 kwargs = {**kwargs, "grid": plain_grid(kwargs["grid"])}
-            internal = getattr(interpreted, "_upskills_internal", 0)
+            internal = is_own(interpreted)
             compiled = not kwargs.get("warmup") and not internal
             sources: dict[str, str] = {}
             if compiled:  # a kernel the GPU would refuse; the interpreter reads what it reads

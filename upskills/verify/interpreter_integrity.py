@@ -37,6 +37,10 @@ CLASSES = ("InterpretedFunction", "FunctionRewriter", "GridExecutor", "Interpret
 REWRITER_LATER = frozenset({"def_lineno"})
 """A rewriter's attributes set by its first rewrite (Triton 3.9's ``rewrite_ast``)."""
 
+FUNCTION_DOC = frozenset({"__doc__"})
+"""A ``@jit`` function's attribute that only some have: the library's (``tl.sum``,
+``tl.softmax``: Triton's decorators set their docstrings), never one a launch reads."""
+
 
 class InterpreterChanged(Exception):
     """The interpreter a launch runs through is not the one the verifier installed."""
@@ -140,7 +144,7 @@ def take_snapshot() -> None:
             patched=patched,
             module=module,
             transformer=found.FunctionRewriter.ast_transformer,
-            kernel_keys=frozenset(_vars(sample)),
+            kernel_keys=frozenset(_vars(sample)) | FUNCTION_DOC,
             rewriter_keys=frozenset(_vars(sample.rewriter)) | REWRITER_LATER,
             watch=WatchedModules(skip=tuple(language)),  # the language: _check_language
             instances=instances,
@@ -247,17 +251,36 @@ def check_interpreter(interpreted: Any) -> None:
     """Raise :class:`InterpreterChanged` unless ``interpreted`` runs as the verifier installed."""
     if not _SNAPSHOT:
         return
-    snap = _SNAPSHOT[0]
     found = check_modules()
-    _own_attributes(interpreted, found.InterpretedFunction, snap.kernel_keys, "kernel")
-    rewriter = _vars(interpreted)["rewriter"]
-    _own_attributes(rewriter, found.FunctionRewriter, snap.rewriter_keys, "kernel's rewriter")
-    if _vars(rewriter)["fn"] is not _vars(interpreted)["fn"]:
-        raise InterpreterChanged("the kernel's rewriter rewrites another function")
+    check_own(interpreted)
     check_injected(_vars(interpreted)["fn"].__globals__)
     from upskills.verify.rewrite_scope import check_kept_rewrites
 
     check_kept_rewrites(found.InterpretedFunction)
+
+
+def check_own(interpreted: Any) -> None:
+    """An interpreted function exactly Triton's, with its own attributes and its own rewriter.
+
+    Checked for the launch's kernel, and for every function the interpreter rewrites or
+    calls (``rewrite_scope``): a helper given another function's rewriter, its kept rewrite
+    dropped by the forward after each launch, ran a NumPy helper while the subtraction it
+    shows was compiled, and passed (2026-12-06).
+    """
+    if not _SNAPSHOT:
+        return
+    snap = _SNAPSHOT[0]
+    import triton.runtime.interpreter as interpreter  # pyright: ignore[reportMissingTypeStubs]
+
+    found: Any = interpreter
+    _own_attributes(interpreted, found.InterpretedFunction, snap.kernel_keys, "@jit function")
+    rewriter, fn = _vars(interpreted)["rewriter"], _vars(interpreted)["fn"]
+    if type(fn) is not types.FunctionType:  # exactly: its attributes are read below
+        raise InterpreterChanged(f"a @jit function wraps a {type(fn).__qualname__}")
+    name = fn.__qualname__
+    _own_attributes(rewriter, found.FunctionRewriter, snap.rewriter_keys, f"rewriter of {name}")
+    if _vars(rewriter)["fn"] is not fn:
+        raise InterpreterChanged(f"the rewriter of {name} rewrites another function")
 
 
 def check_modules() -> Any:
@@ -315,7 +338,7 @@ def _own_attributes(obj: Any, cls: type, keys: frozenset[str], what: str) -> Non
     if type(obj) is not cls:
         raise InterpreterChanged(f"the {what} is a {type(obj).__qualname__}, not Triton's")
     extra = _vars(obj).keys() - keys
-    missing = keys - REWRITER_LATER - _vars(obj).keys()
+    missing = keys - REWRITER_LATER - FUNCTION_DOC - _vars(obj).keys()
     if extra or missing:
         names = ", ".join(sorted(extra | missing))
         raise InterpreterChanged(f"the {what} has attributes not its own or lacks its own: {names}")

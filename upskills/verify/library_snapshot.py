@@ -79,6 +79,7 @@ _OWN_MODULES = (
     "upskills.verify.gpu_compile_server",
     "upskills.verify.interpreter_integrity",
     "upskills.verify.module_watch",
+    "upskills.verify.own_kernels",
     "upskills.verify.rewrite_scope",
     "upskills.verify.library_snapshot",
     "upskills.verify.modes",

@@ -2,13 +2,15 @@
 """The Triton kernel of :func:`upskills.verify.perturb.fused_perturb` (Triton has no stubs).
 
 It is made on first use, so importing the verifier costs nothing, and it is marked as the
-verifier's own (``_upskills_internal``): the candidate process's launch counter, which counts
-every Triton launch as the candidate's, leaves it out.
+verifier's own (:mod:`upskills.verify.own_kernels`): the candidate process's launch counter,
+which counts every Triton launch as the candidate's, leaves it out.
 """
 
 from __future__ import annotations
 
 from typing import Any
+
+from upskills.verify.own_kernels import mark_own
 
 _KERNEL: Any = None
 
@@ -39,6 +41,5 @@ def fused_kernel() -> Any:
             y = (x.to(tl.float32) * factor).to(x.dtype)
         tl.store(x_ptr + offs, y, mask=mask)
 
-    setattr(perturb_kernel, "_upskills_internal", True)  # noqa: B010
-    _KERNEL = perturb_kernel
+    _KERNEL = mark_own(perturb_kernel)
     return _KERNEL

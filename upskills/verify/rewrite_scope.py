@@ -14,7 +14,13 @@ through that passed the vector add with a subtraction compiled for sm_90 (2026-1
   stamp, so ``linecache.checkcache`` keeps them): the interpreter rewrote ``tl.zeros_like``
   as ``input + input`` while the compile used the library's own.
 
-So :func:`install_rewrite_scope` wraps the rewriter. Before a rewrite the function's module
+So did a helper given another function's rewriter (``helper.rewriter =
+numpy_helper.rewriter``), with the kept rewrite dropped by the forward after each launch.
+
+So :func:`install_rewrite_scope` wraps the rewriter, and ``InterpretedFunction.rewrite``:
+every function the interpreter rewrites or calls, the launch's kernel and each helper, must
+be exactly Triton's with its own attributes and its own rewriter
+(:func:`~upskills.verify.interpreter_integrity.check_own`). Before a rewrite the function's module
 must hold the transformer's names as the interpreter's own, or not at all, and the text the
 rewriter is about to read must be the text last compiled for that function
 (:data:`COMPILED`, set by :mod:`upskills.verify.gpu_compile`) or, for a function the compile
@@ -32,7 +38,12 @@ import textwrap
 import tokenize
 from typing import Any
 
-from upskills.verify.interpreter_integrity import InterpreterChanged, check_injected, check_modules
+from upskills.verify.interpreter_integrity import (
+    InterpreterChanged,
+    check_injected,
+    check_modules,
+    check_own,
+)
 
 COMPILED: dict[Any, str] = {}
 """Function -> the (dedented) source the last compile for sm_90 carried for it."""
@@ -42,7 +53,7 @@ REWRITES: dict[Any, Any] = {}
 
 
 def install_rewrite_scope() -> None:
-    """Wrap ``FunctionRewriter.rewrite_ast`` (see the module's docstring)."""
+    """Wrap ``FunctionRewriter.rewrite_ast`` and ``InterpretedFunction.rewrite`` (see above)."""
     import triton.runtime.interpreter as interpreter  # pyright: ignore[reportMissingTypeStubs]
 
     from upskills.verify.interpreter_integrity import transformer_names
@@ -68,6 +79,13 @@ def install_rewrite_scope() -> None:
         return made
 
     found.FunctionRewriter.rewrite_ast = scoped
+    rewrite = found.InterpretedFunction.rewrite
+
+    def own_rewrite(self: Any) -> Any:  # a launch's kernel and each helper it calls
+        check_own(self)
+        return rewrite(self)
+
+    found.InterpretedFunction.rewrite = own_rewrite
 
 
 def _check_source(fn: Any) -> None:
