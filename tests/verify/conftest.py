@@ -202,11 +202,24 @@ def cpu_verifier():
         yield verifier
 
 
+SCRIPT_HELPERS = '''
+def raised(error, call, *args, **kwargs):
+    """The message of the ``error`` that ``call(*args, **kwargs)`` must raise."""
+    try:
+        call(*args, **kwargs)
+    except error as exc:
+        return str(exc)
+    raise AssertionError(f"{call.__name__} raised no {error.__name__}")
+'''
+"""Defined at the top of every script :func:`run_checked_script` runs."""
+
+
 def run_checked_script(folder: Path, source: str) -> None:
     """Run ``source`` as a script in a fresh Python (the checkout on its path); it must print
-    ``checked`` and exit 0 (for tests that patch Triton or run it interpreted in-process)."""
+    ``checked`` and exit 0 (for tests that patch Triton or run it interpreted in-process).
+    The script may call ``raised`` (:data:`SCRIPT_HELPERS`)."""
     script = folder / "script.py"
-    script.write_text(textwrap.dedent(source), encoding="utf-8")
+    script.write_text(SCRIPT_HELPERS + textwrap.dedent(source), encoding="utf-8")
     root = str(Path(__file__).resolve().parents[2])
     env = {**os.environ, "PYTHONPATH": root}
     done = subprocess.run(
