@@ -186,6 +186,37 @@ def test_a_kernel_of_the_candidates_is_never_the_verifiers_own(
     assert "attributes not its own" in v.message and "_upskills_internal" in v.message, v.message
 
 
+KEPT_REWRITE_EDITED = """@triton.jit
+def numpy_kernel(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    pid = tl.program_id(0)
+    offs = pid * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    x = tl.load(x_ptr + offs, mask=mask)
+    y = tl.load(y_ptr + offs, mask=mask)
+    x.handle.data[:] = x.handle.data + y.handle.data
+    tl.store(out_ptr + offs, x, mask=mask)
+
+
+def grid(meta):  # inside the launch, after the kernel's rewrite and before its grid check
+    made = type(add_kernel).rewritten_fn[add_kernel.fn]
+    made.__code__ = numpy_kernel.rewrite().__code__
+    return (triton.cdiv(int(meta["n"]), 1024),)
+"""
+
+
+def test_a_kept_rewrite_edited_in_place_fails(cpu_verifier, add_task, runtime_guards_only):
+    """The grid set the kernel's kept rewrite's ``__code__`` to a NumPy kernel's: the object
+    was the one the wrapper made, so it passed (checked on ``d489e6e``) until the kept
+    rewrites' prints held their code and defaults too."""
+    source = _before_model(KEPT_REWRITE_EDITED).replace(
+        "add_kernel[(triton.cdiv(n, 1024),)]", "add_kernel[grid]"
+    )
+    assert "add_kernel[grid]" in source
+    v = cpu_verifier.check(add_task, source)
+    assert not v.passed and v.error_class == ErrorClass.GUARD, v.message
+    assert "keeps a rewrite of add_kernel it did not make" in v.message, v.message
+
+
 def test_the_rewriters_copies_are_taken_back(cpu_verifier, add_task, runtime_guards_only):
     """``np`` is no longer in the kernel's module after a launch: the patch fails by name, and
     the subtraction runs as compiled (it passed as an addition before the rewrite's scope)."""

@@ -102,7 +102,7 @@ def _attrs(space: object) -> Mapping[str, Any]:
     return vars(space)
 
 
-def _fingerprint(value: Any) -> tuple[int, ...]:
+def callable_print(value: Any) -> tuple[int, ...]:
     """What makes a callable the one it was.
 
     Its identity and, for a Python function (or a method, static or class method wrapping one),
@@ -142,7 +142,8 @@ def _watched(key: str, value: Any, own: bool) -> bool:
 class LibrarySnapshot:
     """Fingerprints of library attributes (timers, synchronize, comparisons) at a point in time.
 
-    A rebinding changes the identity, an edit in place the code or defaults (:func:`_fingerprint`).
+    A rebinding changes the identity, an edit in place the code or defaults
+    (:func:`callable_print`).
     In the verifier's own modules the constants are watched too (a rebound ``perturb.SPAN``).
     In a class, a new name that shadows one of a base class counts too: ``torch.Tensor.copy_``
     set on ``torch.Tensor`` hides ``TensorBase.copy_`` from every copy the verifier makes
@@ -159,7 +160,7 @@ class LibrarySnapshot:
         }
         self._prints = {
             name: {
-                key: _fingerprint(value)
+                key: callable_print(value)
                 for key, value in list(_attrs(space).items())
                 if _watched(key, value, name.startswith("upskills."))
             }
@@ -179,7 +180,7 @@ class LibrarySnapshot:
             for key, print_ in self._prints[name].items():
                 if key not in now:
                     out.append(f"{name}.{key}")
-                elif _fingerprint(now[key]) != print_:
+                elif callable_print(now[key]) != print_:
                     edited = id(now[key]) == print_[0]
                     out.append(f"{name}.{key}" + (" (edited in place)" if edited else ""))
         return out

@@ -12,7 +12,7 @@ So, once the verifier's hooks are in place, :class:`WatchedModules` keeps every 
 class and module held by the modules under :data:`ROOTS` and by the classes they define, and
 :meth:`WatchedModules.changed` names one that was replaced or removed, a callable that took a
 value's place, or a new name that shadows a builtin (in a module) or a base's (in a class).
-A namespace equal to the last one seen is passed in C (about 1 ms for ~1,000 namespaces); only
+A namespace equal to the last one seen is passed in C (1.2 ms for ~1,100 namespaces); only
 one that changed is read name by name.
 """
 

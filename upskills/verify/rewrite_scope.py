@@ -44,12 +44,15 @@ from upskills.verify.interpreter_integrity import (
     check_modules,
     check_own,
 )
+from upskills.verify.library_snapshot import callable_print
 
 COMPILED: dict[Any, str] = {}
 """Function -> the (dedented) source the last compile for sm_90 carried for it."""
 
-REWRITES: dict[Any, Any] = {}
-"""Function -> the rewrite made of it through :func:`install_rewrite_scope`."""
+REWRITES: dict[Any, tuple[Any, tuple[int, ...]]] = {}
+"""Function -> the rewrite made of it through :func:`install_rewrite_scope`, with its print
+(:func:`~upskills.verify.library_snapshot.callable_print`: its code and defaults too; a grid
+that set a kept rewrite's ``__code__`` to a NumPy kernel's passed until it was, 2026-12-06)."""
 
 
 def install_rewrite_scope() -> None:
@@ -61,7 +64,8 @@ def install_rewrite_scope() -> None:
     found: Any = interpreter
     keep = transformer_names(found)
     rewrite_ast = found.FunctionRewriter.rewrite_ast
-    REWRITES.update(found.InterpretedFunction.rewritten_fn)  # any made before: the library's
+    for fn, made in found.InterpretedFunction.rewritten_fn.items():  # any made before
+        REWRITES[fn] = (made, callable_print(made))
 
     def scoped(self: Any) -> Any:
         fn = self.fn
@@ -75,7 +79,7 @@ def install_rewrite_scope() -> None:
             for name in set(fn_globals) - before - keep:
                 fn_globals.pop(name, None)
         check_modules()  # its definition ran its defaults and annotations
-        REWRITES[fn] = made
+        REWRITES[fn] = (made, callable_print(made))
         return made
 
     found.FunctionRewriter.rewrite_ast = scoped
@@ -114,9 +118,10 @@ def _check_source(fn: Any) -> None:
 
 
 def check_kept_rewrites(interpreted_function: Any) -> None:
-    """Every rewrite the interpreter keeps is one :func:`install_rewrite_scope` made."""
+    """Every rewrite the interpreter keeps is one :func:`install_rewrite_scope` made, as made."""
     kept: dict[Any, Any] = interpreted_function.rewritten_fn
     for fn, made in list(kept.items()):
-        if REWRITES.get(fn) is not made:
+        mine = REWRITES.get(fn)
+        if mine is None or mine[0] is not made or callable_print(made) != mine[1]:
             name = getattr(fn, "__qualname__", "?")
             raise InterpreterChanged(f"the interpreter keeps a rewrite of {name} it did not make")
