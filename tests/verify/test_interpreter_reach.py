@@ -16,6 +16,7 @@ import types
 import pytest
 
 from tests.verify.conftest import GOOD_ADD
+from tests.verify.test_interpreter_integrity import NUMPY_ADD
 from upskills.verify.module_watch import WatchedModules
 from upskills.verify.static import static_guards
 from upskills.verify.verdict import ErrorClass
@@ -171,11 +172,7 @@ def test_a_kernel_of_the_candidates_is_never_the_verifiers_own(
     (``_upskills_internal``) was launched uncounted and never compiled, beside an honest
     launch that counted: it passed (checked on ``048d4a5``). Own kernels are now known by
     identity (``own_kernels.py``), and the mark is an attribute not Triton's."""
-    from tests.verify.test_gpu_compile import PYTHON_ON_A_BLOCK
-
-    numpy_kernel = PYTHON_ON_A_BLOCK[
-        PYTHON_ON_A_BLOCK.index("@triton.jit") : PYTHON_ON_A_BLOCK.index("class")
-    ].replace("add_kernel", "numpy_kernel")
+    numpy_kernel = NUMPY_ADD
     launch = "        add_kernel[(triton.cdiv(n, 1024),)](x, y, out, n, BLOCK=1024)\n"
     marked = numpy_kernel + "\nnumpy_kernel._upskills_internal = True\n\n"
     source = SUBTRACTS.replace("\n\nclass ModelNew", "\n\n" + marked + "\nclass ModelNew")
@@ -186,22 +183,15 @@ def test_a_kernel_of_the_candidates_is_never_the_verifiers_own(
     assert "attributes not its own" in v.message and "_upskills_internal" in v.message, v.message
 
 
-KEPT_REWRITE_EDITED = """@triton.jit
-def numpy_kernel(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr):
-    pid = tl.program_id(0)
-    offs = pid * BLOCK + tl.arange(0, BLOCK)
-    mask = offs < n
-    x = tl.load(x_ptr + offs, mask=mask)
-    y = tl.load(y_ptr + offs, mask=mask)
-    x.handle.data[:] = x.handle.data + y.handle.data
-    tl.store(out_ptr + offs, x, mask=mask)
-
-
+KEPT_REWRITE_EDITED = (
+    NUMPY_ADD
+    + """
 def grid(meta):  # inside the launch, after the kernel's rewrite and before its grid check
     made = type(add_kernel).rewritten_fn[add_kernel.fn]
     made.__code__ = numpy_kernel.rewrite().__code__
     return (triton.cdiv(int(meta["n"]), 1024),)
 """
+)
 
 
 def test_a_kept_rewrite_edited_in_place_fails(cpu_verifier, add_task, runtime_guards_only):
@@ -228,11 +218,7 @@ def test_the_rewriters_copies_are_taken_back(cpu_verifier, add_task, runtime_gua
 def test_the_verifiers_wrappers_keep_no_way_past_them(cpu_verifier, add_task, runtime_guards_only):
     """``type(kernel).run.__wrapped__`` launched an uncompiled NumPy kernel past every launch
     guard, beside an honest launch that counted (it passed before the wrappers dropped it)."""
-    from tests.verify.test_gpu_compile import PYTHON_ON_A_BLOCK
-
-    numpy_kernel = PYTHON_ON_A_BLOCK[
-        PYTHON_ON_A_BLOCK.index("@triton.jit") : PYTHON_ON_A_BLOCK.index("class")
-    ].replace("add_kernel", "numpy_kernel")
+    numpy_kernel = NUMPY_ADD
     launch = "        add_kernel[(triton.cdiv(n, 1024),)](x, y, out, n, BLOCK=1024)\n"
     past = (
         "        type(numpy_kernel).run.__wrapped__(numpy_kernel, x, y, out, n, BLOCK=1024,"
