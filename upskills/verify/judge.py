@@ -54,7 +54,7 @@ from upskills.verify.worker import StageFailure, environment
 
 CPU_NOTE = (
     "CPU (Triton interpreter): programs run one after another, so races between programs "
-    "cannot show, and nothing is timed"
+    "cannot show; nothing is timed; and only what the code does for CPU tensors runs"
 )
 
 

@@ -33,6 +33,7 @@ from upskills.verify.options import CheckOptions
 from upskills.verify.package_guard import PackageSnapshot
 from upskills.verify.sandbox import JobOutcome, Zygote
 from upskills.verify.static import parse_candidate, static_guards
+from upskills.verify.static_device import device_notes
 from upskills.verify.static_races import race_notes
 from upskills.verify.verdict import ErrorClass, FlushMode, Verdict, VerdictStage
 
@@ -264,9 +265,10 @@ class Verifier:
             verdict.error_class, verdict.stage = ErrorClass.INTERFACE, VerdictStage.INTERFACE
             verdict.message = wrong
             return
-        notes = []
+        notes, device = [], []
         if self.device == "cpu":
             notes = [f"static race check: {n}" for n in race_notes(tree, display)]
+            device = [f"device check: {n}" for n in device_notes(tree, display)]
         variants = self._variants(task, options)
         if not variants:
             verdict.error_class, verdict.stage = ErrorClass.TASK, VerdictStage.CORRECTNESS
@@ -299,7 +301,7 @@ class Verifier:
             ),
             timeout_s=options.timeout_s,
             candidate_parent=self.candidates.pid(),
-            static_notes=notes,
+            static_notes=notes + device,
         )
         cand_payload = {
             "source": source,
