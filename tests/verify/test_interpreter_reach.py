@@ -307,3 +307,70 @@ def test_the_watch_names_what_changed_and_passes_what_may(watched_module):
         for name in set(vars(m.C)) - set(saved[1]):
             delattr(m.C, name)
         assert watch.changed() is None
+
+
+ROUNDS_THROUGH_FP16 = GOOD_ADD.replace(
+    "    tl.store(out_ptr + offs, x + y, mask=mask)",
+    "    z = ((x + y) * 100000.0).to(tl.float16).to(tl.float32) / 100000.0\n"
+    "    tl.store(out_ptr + offs, z, mask=mask)",
+)
+"""A vector add whose scaled sums overflow fp16 (inf for any |x + y| over 0.66: wrong, as a
+GPU computes it and as the interpreter does when nothing changed it)."""
+WIDENED = ROUNDS_THROUGH_FP16.replace(
+    "\n\nclass ModelNew",
+    "\n\ndef widen(d, w):  # the library reached through parameters\n"
+    "    d.name = w.name\n    d.primitive_bitwidth = w.primitive_bitwidth\n\n\nclass ModelNew",
+).replace(
+    "        out = torch.empty_like(x)\n",
+    "        widen(tl.float16, tl.float32)\n" + "        out = torch.empty_like(x)\n",
+)
+
+
+def test_a_dtypes_attributes_changed_fail_as_a_guard(cpu_verifier, add_task):
+    """``tl.float16`` given float32's name and width made the interpreter round in fp32: the
+    fp16 add passed every CPU trial (2026-12-07); the static check does not see it."""
+    assert WIDENED.count("widen(") == 2 and ROUNDS_THROUGH_FP16 != GOOD_ADD
+    honest = cpu_verifier.check(add_task, ROUNDS_THROUGH_FP16)
+    assert not honest.passed and honest.error_class == ErrorClass.NAN, honest.message
+    v = cpu_verifier.check(add_task, WIDENED)
+    assert not v.passed and v.error_class == ErrorClass.GUARD, v.message
+    assert "triton.language.core.float16's attributes changed (name, primitive_bitwidth)" in (
+        v.message
+    )
+
+
+class _Liar(str):
+    """A name that says it equals any other."""
+
+    def __eq__(self, other):
+        return True
+
+    __hash__ = str.__hash__
+
+
+def test_the_watch_holds_the_languages_objects_and_containers_by_identity():
+    import triton.language as tl
+    from triton.runtime.interpreter import InterpreterBuilder
+
+    watch = WatchedModules()
+    assert watch.changed() is None
+    ops = InterpreterBuilder.ir_rmw_op_to_interpreter_rmw_op
+    first = next(iter(ops))
+    saved_name, saved_op = tl.float16.name, ops[first]
+    for change, why in (
+        (lambda: setattr(tl.float16, "name", _Liar("fp16x")), "float16's attributes changed"),
+        (lambda: tl.dtype.FP_TYPES.append("fp99"), "dtype.FP_TYPES's contents changed"),
+        (
+            lambda: ops.__setitem__(first, ops[next(k for k in ops if k is not first)]),
+            "InterpreterBuilder.ir_rmw_op_to_interpreter_rmw_op's contents changed",
+        ),
+    ):
+        try:
+            change()
+            found = watch.changed()
+            assert found is not None and why in found, found
+        finally:
+            tl.float16.name, ops[first] = saved_name, saved_op
+            if tl.dtype.FP_TYPES[-1] == "fp99":
+                tl.dtype.FP_TYPES.pop()
+        assert watch.changed() is None

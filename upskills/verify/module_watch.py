@@ -14,6 +14,15 @@ class and module held by the modules under :data:`ROOTS` and by the classes they
 value's place, or a new name that shadows a builtin (in a module) or a base's (in a class).
 A namespace equal to the last one seen is passed in C (1.2 ms for ~1,100 namespaces); only
 one that changed is read name by name.
+
+It also keeps the attributes of Triton's language objects that modules hold by name (the
+dtypes, ``tl.float16`` and the rest): ``tl.float16.name`` and ``primitive_bitwidth`` set to
+float32's, through a helper's parameters where the static check does not see the library,
+made the interpreter compute a kernel's fp16 rounding in fp32, and a vector add that rounds
+through fp16 (wrong on a GPU) passed (2026-12-07). Those attributes never change once made.
+So do the contents of the lists, dicts and sets that Triton's language and interpreter hold
+in their modules and classes (``tl.dtype.FP_TYPES``, the builder's map of atomic ops to the
+interpreter's), but for the interpreter's cache of rewrites (``interpreter_integrity``'s).
 """
 
 from __future__ import annotations
@@ -47,6 +56,47 @@ class _Space:
     """The whole namespace as last seen with nothing watched changed."""
 
 
+FROZEN_MODULE = "triton.language.core"
+"""Instances of classes defined here (dtypes, constexprs) are held attribute by attribute
+(:func:`_frozen`). The interpreter's builder and semantic are held by
+``interpreter_integrity``'s own rule."""
+
+
+FROZEN_CONTAINERS = ("triton.language", "triton.runtime.interpreter", "triton._utils")
+"""Modules (and their submodules and classes) whose lists, dicts and sets are held by content
+(not Python's own: ``__all__``, ``__path__``, ``__annotations__``, a module's ``__builtins__``)."""
+
+CACHES = frozenset({"rewritten_fn", "_triton_jit_function_registry"})
+"""Containers in those that grow as kernels are defined and run."""
+
+
+def _contents(value: Any) -> tuple[Any, ...]:
+    """A container's contents, compared by identity (a value's own == could lie)."""
+    if isinstance(value, dict):
+        return tuple(x for pair in cast("dict[Any, Any]", value).items() for x in pair)
+    if isinstance(value, set):
+        return tuple(sorted(cast("set[Any]", value), key=id))
+    return tuple(cast("list[Any]", value))
+
+
+def _is_container(value: Any) -> bool:
+    return isinstance(value, list | dict | set)
+
+
+def _same(now: tuple[Any, ...], kept: tuple[Any, ...]) -> bool:
+    return len(now) == len(kept) and all(a is b for a, b in zip(now, kept, strict=True))
+
+
+def _frozen(value: Any) -> bool:
+    """An instance of one of Triton's language classes (a dtype), with attributes of its own."""
+    kind: Any = cast(Any, type(value))
+    return (
+        getattr(kind, "__module__", None) == FROZEN_MODULE
+        and not isinstance(value, type | types.ModuleType)
+        and isinstance(getattr(value, "__dict__", None), dict)
+    )
+
+
 def _watched(value: Any) -> bool:
     """A function, class, module or descriptor: what code runs through (library objects only)."""
     kind: Any = cast(Any, type(value))
@@ -67,15 +117,35 @@ class WatchedModules:
         patches for a launch's length (``interpreter_integrity._check_language``).
         """
         self._spaces: list[_Space] = []
+        self._instances: dict[int, tuple[str, Any, dict[str, Any]]] = {}
+        self._containers: dict[int, tuple[str, Any, tuple[Any, ...]]] = {}
         skipped = {id(space) for space in skip}
         modules: dict[str, Any] = dict(sys.modules)
         for name, module in modules.items():
             if module is None or name.split(".")[0] not in roots:
                 continue
             self._add(name, module, skipped)
+            for key, value in list(_namespace(module).items()):
+                if _frozen(value) and id(value) not in self._instances:
+                    self._instances[id(value)] = (f"{name}.{key}", value, dict(_namespace(value)))
             for value in list(_namespace(module).values()):
                 if isinstance(value, type) and getattr(value, "__module__", None) == name:
                     self._add(f"{name}.{value.__qualname__}", value, skipped)
+            if any(name == p or name.startswith(p + ".") for p in FROZEN_CONTAINERS):
+                self._hold_containers(name, module)
+
+    def _hold_containers(self, name: str, module: Any) -> None:
+        spaces = [(name, module)] + [
+            (f"{name}.{v.__qualname__}", v)
+            for v in list(_namespace(module).values())
+            if isinstance(v, type) and getattr(v, "__module__", None) == name
+        ]
+        for where, space in spaces:
+            for key, value in list(_namespace(space).items()):
+                if key in CACHES or key.startswith("__") or value is sys.modules:
+                    continue  # sys.modules: triton.language.extra holds it as ``modules``
+                if _is_container(value) and id(value) not in self._containers:
+                    self._containers[id(value)] = (f"{where}.{key}", value, _contents(value))
 
     def _add(self, name: str, space: Any, skipped: set[int]) -> None:
         if id(space) in skipped:
@@ -87,6 +157,16 @@ class WatchedModules:
 
     def changed(self) -> str | None:
         """The first watched name changed since the snapshot (``module.name``), or None."""
+        for where, value, kept in self._instances.values():
+            now = _namespace(value)  # by identity: a value's own == could say it is unchanged
+            names = sorted(
+                k for k in now.keys() | kept.keys() if now.get(k, _ABSENT) is not kept.get(k)
+            )
+            if names:
+                return f"{where}'s attributes changed ({', '.join(names)})"
+        for where, value, kept in self._containers.values():
+            if not _same(_contents(value), kept):
+                return f"{where}'s contents changed"
         for entry in self._spaces:
             now = _namespace(entry.space)
             try:
