@@ -46,6 +46,7 @@ ASKING = {
     "a_bound_name_compared": ("dev = x.device\nif dev.type == 'cpu':\n    pass\n", [2]),
     "is_cuda_as_a_key": ("k = {True: 1, False: -1}[x.is_cuda]\n", [1]),
     "get_device": ("i = x.get_device()\n", [1]),
+    "by_getattr": ("k = getattr(x, 'is_cuda')\n", [1]),
     "cuda_is_available": ("import torch\nok = torch.cuda.is_available()\n", [2]),
     "capability": ("import torch\nmajor, _ = torch.cuda.get_device_capability()\n", [2]),
 }

@@ -7,10 +7,10 @@ its kernel on CPU and ``SIGN=-1`` on a GPU passed every CPU trial (2026-12-07). 
 sizes by device is ordinary (the known-good GEMMs do), so this is a note in the verdict, not a
 guard: it names the lines, and the verdict's CPU note says what no CPU trial can see.
 
-What counts as asking: ``.is_cuda``, ``.is_cpu``, ``.get_device()``, ``torch.cuda``'s
-device queries, and a ``.device`` read other than handing it on (``device=x.device``,
-``.to(x.device)``, a name bound to it and handed on the same way). Kernel bodies are left out:
-there, ``static_interpreter`` and the GPU compile speak.
+What counts as asking: ``.is_cuda``, ``.is_cpu``, ``.get_device()`` (or ``getattr`` naming
+one), ``torch.cuda``'s device queries, and a ``.device`` read other than handing it on
+(``device=x.device``, ``.to(x.device)``, a name bound to it and handed on the same way).
+Kernel bodies are left out: there, ``static_interpreter`` and the GPU compile speak.
 """
 
 from __future__ import annotations
@@ -73,6 +73,15 @@ def _asks(node: ast.AST, parents: dict[ast.AST, ast.AST], devices: set[str]) -> 
             bound = isinstance(up, ast.Assign) and up.value is node
             if not bound and not _handed_on(node, parents):
                 return ast.unparse(up if isinstance(up, ast.Attribute) else node)
+    if (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Name)
+        and node.func.id in {"getattr", "hasattr"}
+        and len(node.args) >= 2
+        and isinstance(node.args[1], ast.Constant)
+        and node.args[1].value in ASKING_ATTRIBUTES | {"device"}
+    ):
+        return ast.unparse(node)
     if isinstance(node, ast.Name) and node.id in devices and isinstance(node.ctx, ast.Load):
         if not _handed_on(node, parents):
             return node.id
