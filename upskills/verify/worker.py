@@ -62,7 +62,50 @@ def describe_exception(exc: BaseException, path: str, display: str) -> str:
     if len(text) > 2000:
         text = text[:2000] + " ..."
     head = f"{where}: " if where else ""
-    return f"{head}{type(exc).__name__}: {text}"
+    return f"{head}{type(exc).__name__}: {text}{environment_hint(exc)}"
+
+
+NUMPY_SCALARS = "only 0-dimensional arrays can be converted to Python scalars"
+"""NumPy 2.4's error for ``int()`` of an array with a dimension (a deprecation since 1.25)."""
+
+
+def environment_hint(exc: BaseException) -> str:
+    """Why the machine, not the kernel, failed, where the innermost cause says so; else "".
+
+    Triton's interpreter before the fix of triton-lang/triton#9171 turns a one-element block
+    into a Python number with ``int()``, which NumPy 2.4 refuses: the device's Triton 3.6
+    under its NumPy 2.5.2 failed the known-good ``cumsum_rows`` on CPU so (2026-12-07), an
+    honest kernel. Said only when the refusal was raised inside Triton's interpreter module.
+    """
+    cause: BaseException | None = exc
+    for _ in range(8):
+        if cause is None:
+            return ""
+        tb, last = cause.__traceback__, None
+        while tb is not None:
+            last, tb = tb.tb_frame.f_code.co_filename, tb.tb_next
+        inside = (last or "").replace("\\", "/").endswith("triton/runtime/interpreter.py")
+        if inside and NUMPY_SCALARS in str(cause):
+            versions = _versions()
+            return (
+                f" (the machine, not the kernel: Triton's interpreter{versions} converts a "
+                "one-element block to a Python number, which NumPy 2.4 and later refuse, "
+                "triton-lang/triton#9171; use NumPy < 2.4 or a Triton with the fix, such as 3.9)"
+            )
+        cause = cause.__cause__ or cause.__context__
+    return ""
+
+
+def _versions() -> str:
+    import importlib.metadata as metadata
+
+    found: list[str] = []
+    for name in ("triton", "numpy"):
+        try:
+            found.append(f"{name} {metadata.version(name)}")
+        except metadata.PackageNotFoundError:
+            pass
+    return f" ({', '.join(found)})" if found else ""
 
 
 def build_errors(text: str) -> str:
