@@ -62,7 +62,31 @@ def describe_exception(exc: BaseException, path: str, display: str) -> str:
     if len(text) > 2000:
         text = text[:2000] + " ..."
     head = f"{where}: " if where else ""
-    return f"{head}{type(exc).__name__}: {text}{environment_hint(exc)}"
+    return f"{head}{type(exc).__name__}: {text}{environment_hint(exc)}{loop_hint(exc, path)}"
+
+
+def loop_hint(exc: BaseException, path: str) -> str:
+    """Why a GPU-valid kernel fails only in Triton's interpreter, where it is the loop's int.
+
+    The interpreter runs a ``@triton.jit`` body's ``for row in range(tl.program_id(0), rows,
+    tl.num_programs(0))`` as Python, so ``row`` is an ``int`` there and a tensor on a GPU:
+    ``row.to(tl.int64)`` compiles for sm_90 and fails in the interpreter (a KernelBench L2
+    norm of the corpus, 2026-12-07; ``tl.cast(row, tl.int64)`` passed both).
+    """
+    cause = exc.__cause__
+    if type(exc).__name__ != "InterpreterError" or not isinstance(cause, AttributeError):
+        return ""
+    found = re.match(r"'int' object has no attribute '(\w+)'", str(cause))
+    tb, last = cause.__traceback__, None
+    while tb is not None:
+        last, tb = tb.tb_frame.f_code.co_filename, tb.tb_next
+    if found is None or last != path:
+        return ""
+    return (
+        f" (Triton's interpreter runs a kernel's loops as Python: a `for` loop's variable is an "
+        f"int here and a tensor on a GPU; if this is one, write tl.cast(v, ...) rather than "
+        f"v.{found.group(1)}(...), which runs on both)"
+    )
 
 
 NUMPY_SCALARS = "only 0-dimensional arrays can be converted to Python scalars"
