@@ -77,16 +77,21 @@ def loop_hint(exc: BaseException, path: str) -> str:
     if type(exc).__name__ != "InterpreterError" or not isinstance(cause, AttributeError):
         return ""
     found = re.match(r"'int' object has no attribute '(\w+)'", str(cause))
-    tb, last = cause.__traceback__, None
-    while tb is not None:
-        last, tb = tb.tb_frame.f_code.co_filename, tb.tb_next
-    if found is None or last != path:
+    if found is None or _innermost_file(cause) != path:
         return ""
     return (
-        f" (Triton's interpreter runs a kernel's loops as Python: a `for` loop's variable is an "
-        f"int here and a tensor on a GPU; if this is one, write tl.cast(v, ...) rather than "
+        " (Triton's interpreter runs a kernel's loops as Python: a `for` loop's variable is an "
+        "int here and a tensor on a GPU; if this is one, write tl.cast(v, ...) rather than "
         f"v.{found.group(1)}(...), which runs on both)"
     )
+
+
+def _innermost_file(exc: BaseException) -> str:
+    """The file of the frame that raised ``exc`` ("" without a traceback)."""
+    tb, last = exc.__traceback__, ""
+    while tb is not None:
+        last, tb = tb.tb_frame.f_code.co_filename, tb.tb_next
+    return last
 
 
 NUMPY_SCALARS = "only 0-dimensional arrays can be converted to Python scalars"
@@ -105,10 +110,7 @@ def environment_hint(exc: BaseException) -> str:
     for _ in range(8):
         if cause is None:
             return ""
-        tb, last = cause.__traceback__, None
-        while tb is not None:
-            last, tb = tb.tb_frame.f_code.co_filename, tb.tb_next
-        inside = (last or "").replace("\\", "/").endswith("triton/runtime/interpreter.py")
+        inside = _innermost_file(cause).replace("\\", "/").endswith("triton/runtime/interpreter.py")
         if inside and NUMPY_SCALARS in str(cause):
             versions = _versions()
             return (
