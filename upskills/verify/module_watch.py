@@ -124,22 +124,22 @@ class WatchedModules:
         for name, module in modules.items():
             if module is None or name.split(".")[0] not in roots:
                 continue
-            self._add(name, module, skipped)
-            for key, value in list(_namespace(module).items()):
+            names = dict(_namespace(module))
+            spaces = [(name, module)] + [
+                (f"{name}.{value.__qualname__}", value)
+                for value in names.values()
+                if isinstance(value, type) and getattr(value, "__module__", None) == name
+            ]
+            for where, space in spaces:
+                self._add(where, space, skipped)
+            for key, value in names.items():
                 if _frozen(value) and id(value) not in self._instances:
                     self._instances[id(value)] = (f"{name}.{key}", value, dict(_namespace(value)))
-            for value in list(_namespace(module).values()):
-                if isinstance(value, type) and getattr(value, "__module__", None) == name:
-                    self._add(f"{name}.{value.__qualname__}", value, skipped)
             if any(name == p or name.startswith(p + ".") for p in FROZEN_CONTAINERS):
-                self._hold_containers(name, module)
+                self._hold_containers(spaces)
 
-    def _hold_containers(self, name: str, module: Any) -> None:
-        spaces = [(name, module)] + [
-            (f"{name}.{v.__qualname__}", v)
-            for v in list(_namespace(module).values())
-            if isinstance(v, type) and getattr(v, "__module__", None) == name
-        ]
+    def _hold_containers(self, spaces: list[tuple[str, Any]]) -> None:
+        """Keep the contents of the lists, dicts and sets these namespaces hold."""
         for where, space in spaces:
             for key, value in list(_namespace(space).items()):
                 if key in CACHES or key.startswith("__") or value is sys.modules:
