@@ -52,12 +52,13 @@ from scan_extensions_local import (  # noqa: E402  # pyright: ignore[reportMissi
     include_dirs,
 )
 
-from upskills.distill.ablate import Measurement, kernel_hash  # noqa: E402
+from upskills.distill.ablate import PRESCREEN_GPU, Measurement, kernel_hash  # noqa: E402
 
 JUDGE = "nvcc-prescreen"
 """The judge name of the measurements ``--record`` appends (not the verifier: no GPU ran)."""
-GPU = "none: nvcc on a CPU machine"
-"""What such a measurement says in place of a GPU name (part of its cache key)."""
+GPU = PRESCREEN_GPU
+"""What such a measurement says in place of a GPU name (part of its cache key): a compile
+failure counts as judged on every GPU (``ablate.py``, "One episode, one GPU")."""
 
 
 class _Recorder:
@@ -66,7 +67,10 @@ class _Recorder:
     name = "prescreen-recorder"
     device = "cuda"
 
-    def __init__(self) -> None:
+    def __init__(self, gpu: str | None = None) -> None:
+        self.gpu = gpu
+        """The GPU the ablation will run on: what is asked is what that GPU has not judged
+        (None: what no GPU has)."""
         self.asked: list[tuple[str, str, str]] = []
 
     def __call__(self, task: str, task_hash: str, source: str) -> Measurement:
@@ -78,21 +82,33 @@ class _Recorder:
             kernel_hash=kernel_hash(source),
             judge=self.name,
             device="cuda",
+            gpu=self.gpu,
             passed=False,
             error_class="not-judged",
         )
 
 
-def pending(traces: Path, cache: Path) -> list[tuple[str, str, str]]:
-    """``(task, task_hash, source)`` of every kernel the ablation still has to judge."""
+def pending(
+    traces: Path, cache: Path, gpu: str | None = None, also: tuple[Path, ...] = ()
+) -> list[tuple[str, str, str]]:
+    """``(task, task_hash, source)`` of every kernel the ablation still has to judge.
+
+    ``gpu``: on that GPU (an episode another GPU finished is not judged again; one it did not
+    is judged whole on this one); None: on any. ``also``: caches only read, as
+    ``--ablation-read``."""
     from upskills.distill.pipeline import DistillConfig, distill
 
     with tempfile.TemporaryDirectory(prefix="prescreen-") as tmp:
         copy = Path(tmp) / "cache.jsonl"
         if cache.exists():
             shutil.copy(cache, copy)
-        recorder = _Recorder()
-        config = DistillConfig(ablate=True, device="cuda", ablation_cache=str(copy))
+        recorder = _Recorder(gpu)
+        config = DistillConfig(
+            ablate=True,
+            device="cuda",
+            ablation_cache=str(copy),
+            ablation_read=[str(a) for a in also],
+        )
         distill([traces], Path(tmp) / "skills", None, config, judge=recorder)
     seen: set[str] = set()
     out = []

@@ -9,10 +9,12 @@ prints one line per kernel and never stops on a failure.
     python benchmarks/corpus_live/build_extensions.py FOLDER...  # the sessions' current kernels
     python benchmarks/corpus_live/build_extensions.py --finals traces/corpus-live [--tasks a,b]
     python benchmarks/corpus_live/build_extensions.py --ablation CACHE [--traces traces/corpus-live]
+        [--ablation-read OTHER_GPU_CACHE ...] [--gpu NAME]
 
 ``--ablation``: the CUDA kernels ``upskills distill --ablate`` still has to judge against that
 ablation cache (the distiller's own episode walk, ``ablation_prescreen.pending``), so the
-ablation that follows times kernels instead of building them one at a time.
+ablation that follows times kernels instead of building them one at a time. With ``--gpu``,
+the kernels that GPU still has to judge (an episode is judged whole on one GPU).
 
 Each source builds where its check will look. As root with a sandbox user (the GPU machine),
 that is the source's private folder under the sandbox's cache root
@@ -58,15 +60,17 @@ def sources(folders: list[Path], final: bool) -> list[tuple[str, str]]:
     return out
 
 
-def ablation_sources(traces: Path, cache: Path) -> list[tuple[str, str]]:
-    """(name, kernel source) of each CUDA kernel the ablation still has to judge."""
+def ablation_sources(
+    traces: Path, cache: Path, gpu: str | None = None, also: tuple[Path, ...] = ()
+) -> list[tuple[str, str]]:
+    """(name, kernel source) of each CUDA kernel the ablation still has to judge on ``gpu``."""
     from ablation_prescreen import pending  # noqa: PLC0415  # pyright: ignore[reportMissingImports]
 
     from upskills.distill.ablate import kernel_hash  # noqa: PLC0415
 
     return [
         (f"{Path(task).stem}-{kernel_hash(src)[:12]}", src)
-        for task, _, src in pending(traces, cache)
+        for task, _, src in pending(traces, cache, gpu, also)
         if "load_inline" in src
     ]
 
@@ -136,11 +140,15 @@ def main() -> int:
     ap.add_argument("--finals", type=Path, help="a corpus root: each task's final kernel instead")
     ap.add_argument("--tasks", default=None, help="with --finals: only these tasks")
     ap.add_argument("--ablation", type=Path, help="an ablation cache: the kernels still to judge")
+    ap.add_argument(
+        "--ablation-read", type=Path, action="append", default=[], help="another GPU's cache"
+    )
+    ap.add_argument("--gpu", default=None, help="with --ablation: the GPU it runs on")
     ap.add_argument("--traces", type=Path, default=Path("traces/corpus-live"))
     ap.add_argument("--timeout", type=float, default=240)
     args = ap.parse_args()
     if args.ablation:
-        jobs = ablation_sources(args.traces, args.ablation)
+        jobs = ablation_sources(args.traces, args.ablation, args.gpu, tuple(args.ablation_read))
     elif args.finals:
         folders = finals(sorted(p.parent for p in args.finals.glob("*/state.json")))
         if args.tasks:

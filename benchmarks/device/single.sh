@@ -50,7 +50,8 @@
 #   ABLATE=1         upskills distill --ablate --device cuda over traces/corpus-live, resuming
 #                    from the committed ablation cache (carry .kb), its CUDA kernels built all at
 #                    once first (ABLATE_BUILD=0: not, an earlier call on this start built them)
-#                    -> $OUT/ablations.jsonl. ABLATE=build: only those builds, in what is left
+#                    -> $OUT/ablations.jsonl, this GPU's cache (ablations_<gpu>.jsonl; the
+#                    other GPUs' caches only read). ABLATE=build: only those builds, in what is left
 #                    of the call (no file; the next call's builds find them done).
 #                    ABLATE_FROM=tmp: resume from the last call's file on this machine start
 #   TESTS=1          the GPU test suite (-m gpu --run-slow: the GPU tests marked slow too, which
@@ -211,7 +212,17 @@ if [ -n "${ABLATE:-}" ] && [ "$(left 15)" -gt 60 ]; then
   # ABLATE=build: only the build step, in what is left of a call whose $OUT is full; no file
   # ABLATE_FROM=tmp: from the file the last call on this machine start left in /tmp (no round
   # trip through the checkout inside the 30 s a machine stays warm), as RECHECK_FROM=tmp
-  cache=benchmarks/results/ablations_h200.jsonl
+  # one cache a GPU (ablations_<tag>.jsonl), the others only read: an episode is judged whole on
+  # one GPU, and one another GPU finished is not judged again (ablate.py, "One episode, one GPU")
+  gpu_name=$(python3 -c "import torch; print(torch.cuda.get_device_name())")
+  tag=$(echo "$gpu_name" | grep -oE '\b[A-Z][0-9]{2,4}[A-Za-z]?\b' | head -1 | tr 'A-Z' 'a-z')
+  cache=benchmarks/results/ablations_${tag:-gpu}.jsonl
+  [ -f "$cache" ] || : > "$cache"
+  reads=()
+  for other in benchmarks/results/ablations_*.jsonl; do
+    [ "$other" = "$cache" ] || reads+=(--ablation-read "$other")
+  done
+  echo "ablation on $gpu_name: appends to $(basename "$cache") (${#reads[@]} args of others' caches)"
   if [ "${ABLATE_FROM:-}" = tmp ] && [ -f /tmp/upskills-ablations.jsonl ]; then
     cache=/tmp/upskills-ablations.jsonl
   elif [ "${ABLATE_FROM:-}" = tmp ]; then
@@ -224,7 +235,8 @@ if [ -n "${ABLATE:-}" ] && [ "$(left 15)" -gt 60 ]; then
   keep=120; [ "$ABLATE" = build ] && keep=15  # the time the ablation's timings keep
   if [ "${ABLATE_BUILD:-1}" = 1 ] && [ "$(left $keep)" -gt 0 ]; then
     timeout "$(limit $keep)" python3 \
-      benchmarks/corpus_live/build_extensions.py --ablation "$cache" > /tmp/ablate_build.log 2>&1
+      benchmarks/corpus_live/build_extensions.py --ablation "$cache" --gpu "$gpu_name" \
+      "${reads[@]}" > /tmp/ablate_build.log 2>&1
     built=$?
     echo "ablation's extensions built at $(( $(date +%s) - start )) s (build step exit $built;" \
       "$(grep -c ': built' /tmp/ablate_build.log) built, $(grep -c ': failed' /tmp/ablate_build.log) failed)"
@@ -233,7 +245,7 @@ if [ -n "${ABLATE:-}" ] && [ "$(left 15)" -gt 60 ]; then
     # the limit leaves the -k grace inside the budget (the forty-first session's 560 s call ran
     # past the device's 600 s and lost the copy to /tmp below)
     timeout -s INT -k 20 "$(limit 35)" python3 -m upskills distill traces/corpus-live --ablate \
-      --device cuda --ablation-cache "$cache" --skills-dir /tmp/ablate-skills \
+      --device cuda --ablation-cache "$cache" "${reads[@]}" --skills-dir /tmp/ablate-skills \
       --no-cases > /tmp/ablate.log 2>&1
     echo "ablate exit $?: $(wc -l < "$cache") measurements"; tail -4 /tmp/ablate.log
     cp "$cache" /tmp/upskills-ablations.jsonl

@@ -15,9 +15,11 @@ lose or falsify something:
   rows of two GPUs are refused (one run is one machine);
 - ``ceilings.json`` -> ``benchmarks/results/ceilings_<gpu>_session<N>.json`` (``--session N``);
   an H200's with a ``copy_by_size`` becomes the write flush's report's ``--copy-by-size``;
-- ``ablations.jsonl`` over ``benchmarks/results/ablations_h200.jsonl`` (``--ablations``), only
-  when the committed cache's lines are its first lines: the device appends to the cache it was
-  carried, so anything else is a cache from another checkout;
+- ``ablations.jsonl`` over ``benchmarks/results/ablations_<gpu>.jsonl`` (``--ablations``), the
+  GPU its rows name (``ablations_h200.jsonl`` for an H200's, ``ablations_h100.jsonl`` for an
+  H100's; the nvcc prescreen's rows name none), only when the committed cache's lines are its
+  first lines: the device appends to the cache it was carried, so anything else is a cache from
+  another checkout;
 - the device's paths in every file written here replaced by names that hold anywhere: its
   checkout by ``<checkout>``, ``$OUT`` by ``$OUT``, the test suite's temporary folders by
   ``/tmp/upskills-tests.XXXX`` (no absolute path of a machine is committed). The checkout is
@@ -43,9 +45,21 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 RESULTS = ROOT / "benchmarks" / "results"
 REPORTS = ("reports/teacher-corpus.md", "reports/teacher-corpus-read-flush.md")
-DISTILL = (
-    "python -m upskills distill traces/ --ablation-cache benchmarks/results/ablations_h200.jsonl"
-)
+NO_GPU = "none: nvcc on a CPU machine"
+"""The GPU name of the nvcc prescreen's rows (``upskills.distill.ablate.PRESCREEN_GPU``)."""
+
+
+def distill_command(root: Path = ROOT) -> str:
+    """The skills' distill command: the H200's ablation cache, and any other GPU's, read."""
+    results = root / RESULTS.relative_to(ROOT)
+    cmd = "python -m upskills distill traces/ --ablation-cache "
+    cmd += "benchmarks/results/ablations_h200.jsonl"
+    for other in sorted(results.glob("ablations_*.jsonl")):
+        if other.name != "ablations_h200.jsonl":
+            cmd += f" --ablation-read benchmarks/results/{other.name}"
+    return cmd
+
+
 DEVICE_PATHS: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(r"/tmp/upskills-tests\.[A-Za-z0-9_]+"), "/tmp/upskills-tests.XXXX"),
     (re.compile(r"/root/out\b"), "$OUT"),
@@ -218,12 +232,12 @@ def take_ceilings(
     return name, None
 
 
-def recheck_gpu(path: Path) -> str:
-    """The GPU a re-check ran on, as a file-name tag: ``h200``, ``h100``, ...
+def recheck_gpu(path: Path, skip: tuple[str, ...] = ()) -> str:
+    """The GPU a re-check (or an ablation cache) ran on, as a file-name tag: ``h200``, ``h100``.
 
     Read from its rows' ``"gpu"`` (``NVIDIA H100 80GB HBM3`` -> ``h100``); rows without one
-    (a check that failed before it knew the GPU) say nothing, and a file where none says is
-    taken as the H200's, the machine these runs are for.
+    (a check that failed before it knew the GPU) or with one of ``skip`` say nothing, and a file
+    where none says is taken as the H200's, the machine these runs are for.
 
     Raises:
         TakeError: rows name two GPUs, or a row is not a JSON object.
@@ -239,7 +253,7 @@ def recheck_gpu(path: Path) -> str:
         if not isinstance(row, dict):
             raise TakeError(f"{path.name}:{n}: not a JSON object")
         gpu = row.get("gpu")
-        if isinstance(gpu, str) and gpu.strip():
+        if isinstance(gpu, str) and gpu.strip() and gpu not in skip:
             tags.add(gpu_tag(gpu))
     if len(tags) > 1:
         raise TakeError(f"{path.name}: rows of more than one GPU ({', '.join(sorted(tags))})")
@@ -336,9 +350,10 @@ def take(
         if ablations:
             if not (out / "ablations.jsonl").exists():
                 raise TakeError("--ablations: no ablations.jsonl here")
-            cache = results / "ablations_h200.jsonl"
+            tag = recheck_gpu(out / "ablations.jsonl", skip=(NO_GPU,))
+            cache = results / f"ablations_{tag}.jsonl"
             added = take_ablations(out / "ablations.jsonl", cache, checkout)
-            taken.append(f"ablations_h200.jsonl: {added} new measurement line(s)")
+            taken.append(f"{cache.name}: {added} new measurement line(s)")
     except (TakeError, OSError, tarfile.TarError) as exc:
         raise TakeError(str(exc), taken) from exc
     return taken, new_recheck
@@ -382,7 +397,7 @@ def main(argv: list[str] | None = None) -> int:
             taken.append(line)
         elif (args.files_at / "ceilings.json").exists():
             taken.append("not ceilings.json: --session N takes it")
-        commands = [*report_commands(new_recheck, ROOT, copy_by_size=by_size), DISTILL]
+        commands = [*report_commands(new_recheck, ROOT, copy_by_size=by_size), distill_command()]
     except TakeError as exc:
         print(f"error: {exc}", file=sys.stderr)
         for line in exc.taken:

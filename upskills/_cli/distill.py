@@ -70,6 +70,13 @@ import click
     help="JSONL of ablation measurements, read and appended to (resumable) "
     "[default with --ablate: <skills-dir>/.ablations.jsonl].",
 )
+@click.option(
+    "--ablation-read",
+    type=click.Path(exists=True, dir_okay=False),
+    multiple=True,
+    help="Another ablation cache, only read (e.g. another GPU's); repeatable. An episode's "
+    "kernels all come from one GPU's measurements.",
+)
 def cli(
     traces: tuple[str, ...],
     skills_dir: str,
@@ -84,6 +91,7 @@ def cli(
     ablate: bool,
     device: str,
     ablation_cache: str | None,
+    ablation_read: tuple[str, ...],
 ) -> None:
     """Distill TRACES (files or folders of .jsonl) into skill packs and test cases."""
     from upskills.distill import DistillConfig, DistillError, distill
@@ -99,6 +107,7 @@ def cli(
         device=device,
         ablation_cache=ablation_cache
         or (str(Path(skills_dir) / ".ablations.jsonl") if ablate else None),
+        ablation_read=list(ablation_read),
     )
     try:
         result = distill(traces, skills_dir, None if no_cases else cases_dir, config)

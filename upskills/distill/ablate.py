@@ -13,18 +13,35 @@ named. Tests inject another judge (a labelled test double) through the same code
 Every judged kernel is appended to an ``AblationCache`` (JSONL, one ``Measurement`` a line,
 keyed by device, GPU, task hash and kernel hash), so a killed run resumes and a GPU's work is
 never redone; distilling elsewhere can read the same file without a GPU.
+
+**One episode, one GPU.** The times of an episode's kernels are compared with each other, so
+they all come from one GPU: ``ablate_episode`` never takes ``before`` from one GPU and a change
+alone from another. An episode every kernel of which some GPU has already judged is read from
+that GPU's rows and judged nowhere else; any other episode is judged on the judge's own GPU.
+So a cache can hold two GPUs' rows (an H200's file and an H100's, one written and one only
+read), and a second GPU takes up the episodes the first did not finish. A compile failure found
+with nvcc and no GPU (``PRESCREEN_GPU``) holds for every GPU of the architecture it was built
+for, so it counts as judged on each.
 """
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
+import subprocess
+import sys
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from upskills.distill.changeset import Change, apply_changes, split_changes
+
+PRESCREEN_GPU = "none: nvcc on a CPU machine"
+"""The GPU name of a compile failure found without a GPU (``ablation_prescreen.py``): it holds
+on every GPU, so an episode on any GPU may use it."""
 
 INTERACTION = 0.25
 """Relative gap between the product of single-change effects and the whole effect above which
@@ -72,7 +89,11 @@ class Measurement(BaseModel):
 
 
 class Judge(Protocol):
-    """Checks and (where it can) times one kernel for one task."""
+    """Checks and (where it can) times one kernel for one task.
+
+    A judge may also have a ``gpu`` (its GPU's name): then only that GPU's rows of a cache are
+    taken as its own measurements; without one, any GPU's of its device.
+    """
 
     name: str
     device: str
@@ -97,6 +118,21 @@ class VerifierJudge:
 
         self.verifier = Verifier(device, CheckOptions(seeds=seeds, timeout_s=timeout_s))
         self.device = self.verifier.device
+
+    @functools.cached_property
+    def gpu(self) -> str | None:
+        """The GPU's name (None on a CPU): whose rows of a cache this judge may take as its own.
+
+        Asked of a child process, so this one never starts CUDA.
+        """
+        if not self.device.startswith("cuda"):
+            return None
+        code = "import sys, torch; print(torch.cuda.get_device_name(sys.argv[1]))"
+        cmd = [sys.executable, "-c", code, self.device]
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+        if proc.returncode != 0 or not proc.stdout.strip():
+            raise RuntimeError(f"cannot name the GPU of {self.device}: {proc.stderr[-300:]}")
+        return proc.stdout.strip()
 
     def __call__(self, task: str, task_hash: str, source: str) -> Measurement:
         """Check and time one kernel; the verdict becomes a Measurement."""
@@ -125,15 +161,22 @@ class VerifierJudge:
 
 
 class AblationCache:
-    """Append-only JSONL of measurements; a key already measured is never judged again."""
+    """Append-only JSONL of measurements; a key already measured is never judged again.
 
-    def __init__(self, path: str | Path | None) -> None:
-        """Load ``path`` (missing: empty; None: in memory only)."""
+    ``path`` is read and appended to; each of ``also`` is only read (another GPU's cache: its
+    rows are used, and nothing is written to it).
+    """
+
+    def __init__(self, path: str | Path | None, also: Sequence[str | Path] = ()) -> None:
+        """Load ``path`` (missing: empty; None: in memory only) and each of ``also``."""
         self.path = Path(path) if path else None
         self.rows: dict[str, Measurement] = {}
-        if self.path is None or not self.path.exists():
-            return
-        for no, line in enumerate(self.path.read_text(encoding="utf-8").splitlines(), 1):
+        for source in [self.path, *map(Path, also)]:
+            if source is not None and source.exists():
+                self._load(source)
+
+    def _load(self, source: Path) -> None:
+        for no, line in enumerate(source.read_text(encoding="utf-8").splitlines(), 1):
             if not line.strip():
                 continue
             try:
@@ -141,23 +184,40 @@ class AblationCache:
             except (json.JSONDecodeError, ValidationError) as exc:
                 first = str(exc).splitlines()[0]
                 raise ValueError(
-                    f"{self.path}:{no}: not a valid ablation Measurement: {first}"
+                    f"{source}:{no}: not a valid ablation Measurement: {first}"
                 ) from None
             self.rows.setdefault(m.key, m)
 
-    def lookup(self, device: str, task_hash: str, source: str) -> Measurement | None:
-        """A cached measurement of this kernel on this device kind (any GPU of that kind)."""
+    def lookup(
+        self, device: str, task_hash: str, source: str, gpu: str | None = None
+    ) -> Measurement | None:
+        """A cached measurement of this kernel on this device kind.
+
+        ``gpu``: only that GPU's (or one found with no GPU, ``PRESCREEN_GPU``); None: any GPU's.
+        """
         suffix = f"/{task_hash}/{kernel_hash(source)}"
-        hits = [
-            m
-            for k, m in sorted(self.rows.items())
-            if k.startswith(device + "/") and k.endswith(suffix)
-        ]
-        return hits[0] if hits else None
+        places = [f"{device}/{gpu}/", f"{device}/{PRESCREEN_GPU}/"] if gpu else [f"{device}/"]
+        for place in places:
+            for key in sorted(self.rows):
+                if key.startswith(place) and key.endswith(suffix):
+                    return self.rows[key]
+        return None
+
+    def gpus(self, task_hash: str) -> list[tuple[str, str]]:
+        """``(device, gpu)`` of every place that judged a kernel of this task, CUDA ones first.
+
+        ``-`` stands for no GPU; compile failures found without a GPU are no place of their own.
+        """
+        places = {
+            (m.device, m.gpu or "-")
+            for m in self.rows.values()
+            if m.task_hash == task_hash and m.gpu != PRESCREEN_GPU
+        }
+        return sorted(places, key=lambda p: (p[0] != "cuda", p))
 
     def measure(self, judge: Judge, task: str, task_hash: str, source: str) -> Measurement:
         """The cached measurement, or judge it now and append it."""
-        hit = self.lookup(judge.device, task_hash, source)
+        hit = self.lookup(judge.device, task_hash, source, getattr(judge, "gpu", None))
         if hit is not None:
             return hit
         m = judge(task, task_hash, source)
@@ -258,18 +318,48 @@ def ablate_episode(
     if len(changes) <= 1:
         return EpisodeAblation(task=task, status="isolated", changes=effects)
 
+    alone = [apply_changes(before, after, [change]) for change in changes]
+    place = _judged_place(cache, task_hash, [before, after, *alone], judge)
+
     def measure(source: str) -> Measurement | None:
+        if place is not None:
+            return cache.lookup(place[0], task_hash, source, place[1])
         if judge is not None:
             return cache.measure(judge, task, task_hash, source)
         return cache.lookup("cuda", task_hash, source) or cache.lookup("cpu", task_hash, source)
 
     out = EpisodeAblation(task=task, status="confounded", changes=effects)
     out.before, out.after = measure(before), measure(after)
-    for eff, change in zip(effects, changes, strict=True):
-        eff.alone = measure(apply_changes(before, after, [change]))
+    for eff, source in zip(effects, alone, strict=True):
+        eff.alone = measure(source)
         eff.effect = _ratio(out.before, eff.alone)
         eff.credited = eff.effect is not None
     return _conclude(out)
+
+
+def _judged_place(
+    cache: AblationCache, task_hash: str, sources: list[str], judge: Judge | None
+) -> tuple[str, str] | None:
+    """Where an episode's kernels are read from: one ``(device, gpu)`` for all of them.
+
+    A place that judged every one of ``sources`` (of the judge's device, when there is a
+    judge); with no judge, else the place that judged the most of them. None: judge them now
+    (or, with no judge and no place, read each from wherever it was judged, as a cache from
+    before GPUs were kept apart would).
+    """
+    places = cache.gpus(task_hash)
+    if judge is not None:
+        places = [p for p in places if p[0] == judge.device]
+    counts = {
+        p: sum(cache.lookup(p[0], task_hash, s, p[1]) is not None for s in sources) for p in places
+    }
+    complete = [p for p in places if counts[p] == len(sources)]
+    own = [p for p in complete if judge is not None and p[1] == getattr(judge, "gpu", None)]
+    if complete:
+        return (own or complete)[0]
+    if judge is not None or not places:
+        return None
+    return max(places, key=lambda p: counts[p])  # the first of the most judged: CUDA first
 
 
 def _conclude(out: EpisodeAblation) -> EpisodeAblation:

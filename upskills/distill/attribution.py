@@ -43,7 +43,7 @@ class Attribution:
         """Use ``judge`` (else a ``VerifierJudge`` on ``config.device``, started on first use)."""
         self.ablate = config.ablate
         self.device = config.device
-        self.cache = AblationCache(config.ablation_cache)
+        self.cache = AblationCache(config.ablation_cache, config.ablation_read)
         self._judge = judge
         self._own_judge: Any = None
         self.counts: Counter[str] = Counter()

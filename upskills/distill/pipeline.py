@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 import upskills
 from upskills.distill.ablate import Judge
@@ -82,6 +82,8 @@ class DistillConfig(BaseModel):
     only, so multi-change effects stay confounded."""
     ablation_cache: str | None = None
     """JSONL of ablation measurements (read, and appended to with ``ablate``); None: none."""
+    ablation_read: list[str] = Field(default_factory=list[str])
+    """More ablation caches, only read (another GPU's measurements: ``ablate.py``)."""
 
 
 @dataclass
@@ -355,7 +357,11 @@ def _plan(
     provenance = Provenance(
         distiller=DISTILLER,
         evidence_sha256=evidence,
-        config=config.model_dump(mode="json", exclude={"teacher"}),
+        # ablation_read only where given: the packs distilled before it existed stay unchanged
+        config=config.model_dump(
+            mode="json",
+            exclude={"teacher"} | (set() if config.ablation_read else {"ablation_read"}),
+        ),
         teacher=config.teacher,
         prompts=prompts,
         traces=[TraceSource.model_validate(ev.traces[t]) for t in trace_ids],
