@@ -9,7 +9,7 @@ prints one line per kernel and never stops on a failure.
     python benchmarks/corpus_live/build_extensions.py FOLDER...  # the sessions' current kernels
     python benchmarks/corpus_live/build_extensions.py --finals traces/corpus-live [--tasks a,b]
     python benchmarks/corpus_live/build_extensions.py --ablation CACHE [--traces traces/corpus-live]
-        [--ablation-read OTHER_GPU_CACHE ...] [--gpu NAME]
+        [--ablation-read OTHER_GPU_CACHE ...] [--gpu NAME] [--limit N]
 
 ``--ablation``: the CUDA kernels ``upskills distill --ablate`` still has to judge against that
 ablation cache (the distiller's own episode walk, ``ablation_prescreen.pending``), so the
@@ -144,11 +144,19 @@ def main() -> int:
         "--ablation-read", type=Path, action="append", default=[], help="another GPU's cache"
     )
     ap.add_argument("--gpu", default=None, help="with --ablation: the GPU it runs on")
+    ap.add_argument(
+        "--limit",
+        type=int,
+        default=None,
+        help="with --ablation: only the first N (the order "
+        "the ablation judges them in), when the call has time to judge no more",
+    )
     ap.add_argument("--traces", type=Path, default=Path("traces/corpus-live"))
     ap.add_argument("--timeout", type=float, default=240)
     args = ap.parse_args()
     if args.ablation:
         jobs = ablation_sources(args.traces, args.ablation, args.gpu, tuple(args.ablation_read))
+        jobs = jobs[: args.limit] if args.limit is not None else jobs
     elif args.finals:
         folders = finals(sorted(p.parent for p in args.finals.glob("*/state.json")))
         if args.tasks:

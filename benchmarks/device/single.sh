@@ -54,6 +54,8 @@
 #                    other GPUs' caches only read). ABLATE=build: only those builds, in what is left
 #                    of the call (no file; the next call's builds find them done).
 #                    ABLATE_FROM=tmp: resume from the last call's file on this machine start
+#                    ABLATE_LIMIT=N: build only the first N kernels it will judge (a short
+#                    budget: about 22 s a kernel judged, 60 s a build on one of 16 cores)
 #   TESTS=1          the GPU test suite (-m gpu --run-slow: the GPU tests marked slow too, which
 #                    -m gpu alone skipped until the thirty-fifth session): untimed tests with 8 xdist workers, then the
 #                    tests that need a timed verdict one at a time -> $OUT/gpu_tests.log
@@ -236,7 +238,7 @@ if [ -n "${ABLATE:-}" ] && [ "$(left 15)" -gt 60 ]; then
   if [ "${ABLATE_BUILD:-1}" = 1 ] && [ "$(left $keep)" -gt 0 ]; then
     timeout "$(limit $keep)" python3 \
       benchmarks/corpus_live/build_extensions.py --ablation "$cache" --gpu "$gpu_name" \
-      "${reads[@]}" > /tmp/ablate_build.log 2>&1
+      "${reads[@]}" ${ABLATE_LIMIT:+--limit "$ABLATE_LIMIT"} > /tmp/ablate_build.log 2>&1
     built=$?
     echo "ablation's extensions built at $(( $(date +%s) - start )) s (build step exit $built;" \
       "$(grep -c ': built' /tmp/ablate_build.log) built, $(grep -c ': failed' /tmp/ablate_build.log) failed)"
