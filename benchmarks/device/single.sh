@@ -249,7 +249,12 @@ if [ -n "${ABLATE:-}" ] && [ "$(left 15)" -gt 60 ]; then
     timeout -s INT -k 20 "$(limit 35)" python3 -m upskills distill traces/corpus-live --ablate \
       --device cuda --ablation-cache "$cache" "${reads[@]}" --skills-dir /tmp/ablate-skills \
       --no-cases > /tmp/ablate.log 2>&1
-    echo "ablate exit $?: $(wc -l < "$cache") measurements"; tail -4 /tmp/ablate.log
+    echo "ablate exit $?: $(wc -l < "$cache") measurements"
+    # a line per kernel judged (what it got, how long it took), then the log's end without the
+    # progress bar's redraws; the whole log comes back beside the cache
+    grep -a '^ablation: judged ' /tmp/ablate.log | tail -3
+    tr '\r' '\n' < /tmp/ablate.log | grep -av '^ablation: *[0-9]*kernel' | tail -4
+    cat /tmp/ablate.log >> "$OUT/ablate.log"
     cp "$cache" /tmp/upskills-ablations.jsonl
   fi
 fi

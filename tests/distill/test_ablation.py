@@ -333,3 +333,36 @@ def test_cpu_verifier_checks_each_change_but_credits_none(tmp_path):
     assert out.status == "confounded" and "no timing on cpu" in out.reason
     assert all(c.alone is not None and c.alone.passed for c in out.changes)
     assert not any(c.credited for c in out.changes)
+
+
+def test_each_judged_kernel_is_reported_as_it_is_judged(tmp_path, capsys):
+    """A long ablation (about 22 s a kernel on a GPU) says on stderr what each kernel got, so a
+    call cut by its time limit shows where it stood; a kernel read from the cache is not judged
+    and not reported."""
+    judge = RuleTimer(RULES, fail=("num_warps=8",))
+    cache = AblationCache(tmp_path / "abl.jsonl", progress=True)
+    for source in (ROW_SUM_MASKED, ROW_SUM_HINTED_TUNED, ROW_SUM_MASKED):
+        cache.measure(judge, "row_sum", "h", source)
+    cache.close()
+    lines = [x for x in capsys.readouterr().err.splitlines() if x.startswith("ablation: judged ")]
+    assert judge.calls == 2 and len(lines) == 2
+    assert lines[0].startswith(f"ablation: judged row_sum {kernel_hash(ROW_SUM_MASKED)} on ")
+    assert all(" on cuda Test Double GPU: " in x and x.endswith(" s)") for x in lines)
+    assert ": passed, 1 ms, 2.00x eager (" in lines[0]
+    failed = f"{kernel_hash(ROW_SUM_HINTED_TUNED)} on cuda Test Double GPU: failed (mismatch) ("
+    assert failed in lines[1]
+    # read again from the file: nothing judged, nothing reported
+    again = AblationCache(tmp_path / "abl.jsonl", progress=True)
+    again.measure(judge, "row_sum", "h", ROW_SUM_HINTED_TUNED)
+    assert judge.calls == 2 and "ablation: judged " not in capsys.readouterr().err
+
+
+def test_only_the_distillers_own_verifier_reports_progress():
+    """The CLI's ablation (no judge handed in) reports; the prescreen's recorder and the tests'
+    doubles, handed in, judge nothing worth a line."""
+    from upskills.distill.attribution import Attribution
+
+    config = DistillConfig(ablate=True)
+    assert Attribution(config).cache.progress
+    assert not Attribution(config, RuleTimer(RULES)).cache.progress
+    assert not Attribution(DistillConfig()).cache.progress

@@ -31,9 +31,10 @@ import hashlib
 import json
 import subprocess
 import sys
+import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Literal, Protocol
+from typing import Any, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -167,10 +168,18 @@ class AblationCache:
     rows are used, and nothing is written to it).
     """
 
-    def __init__(self, path: str | Path | None, also: Sequence[str | Path] = ()) -> None:
-        """Load ``path`` (missing: empty; None: in memory only) and each of ``also``."""
+    def __init__(
+        self, path: str | Path | None, also: Sequence[str | Path] = (), progress: bool = False
+    ) -> None:
+        """Load ``path`` (missing: empty; None: in memory only) and each of ``also``.
+
+        ``progress``: a bar on stderr counting the kernels judged, and a line for each (what
+        the judge said, how long it took), so a long ablation cut by a time limit shows where.
+        """
         self.path = Path(path) if path else None
         self.rows: dict[str, Measurement] = {}
+        self.progress = progress
+        self._bar: Any = None
         for source in [self.path, *map(Path, also)]:
             if source is not None and source.exists():
                 self._load(source)
@@ -203,6 +212,29 @@ class AblationCache:
                     return self.rows[key]
         return None
 
+    def _report(self, m: Measurement, seconds: float) -> None:
+        if self._bar is None:
+            from tqdm import tqdm
+
+            self._bar = tqdm(desc="ablation", unit="kernel", file=sys.stderr)
+        said = "passed" if m.passed else f"failed ({m.error_class})"
+        if m.median_ms is not None:
+            said += f", {m.median_ms:.4g} ms"
+        if m.speedup_eager is not None:
+            said += f", {m.speedup_eager:.2f}x eager"
+        where = f"{m.device} {m.gpu}" if m.gpu else m.device
+        self._bar.write(
+            f"ablation: judged {m.task} {m.kernel_hash} on {where}: {said} ({seconds:.1f} s)",
+            file=sys.stderr,
+        )
+        self._bar.update(1)
+
+    def close(self) -> None:
+        """End the progress bar, if one was started."""
+        if self._bar is not None:
+            self._bar.close()
+            self._bar = None
+
     def gpus(self, task_hash: str) -> list[tuple[str, str]]:
         """``(device, gpu)`` of every place that judged a kernel of this task, CUDA ones first.
 
@@ -220,8 +252,11 @@ class AblationCache:
         hit = self.lookup(judge.device, task_hash, source, getattr(judge, "gpu", None))
         if hit is not None:
             return hit
+        started = time.monotonic()
         m = judge(task, task_hash, source)
         m = m.model_copy(update={"key": f"{m.device}/{m.gpu or '-'}/{task_hash}/{m.kernel_hash}"})
+        if self.progress:
+            self._report(m, time.monotonic() - started)
         self.rows[m.key] = m
         if self.path is not None:
             self.path.parent.mkdir(parents=True, exist_ok=True)

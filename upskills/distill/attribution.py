@@ -43,7 +43,11 @@ class Attribution:
         """Use ``judge`` (else a ``VerifierJudge`` on ``config.device``, started on first use)."""
         self.ablate = config.ablate
         self.device = config.device
-        self.cache = AblationCache(config.ablation_cache, config.ablation_read)
+        # the production judge's progress on stderr; a judge handed in (a test's, the nvcc
+        # prescreen's recorder) judges nothing worth a line
+        self.cache = AblationCache(
+            config.ablation_cache, config.ablation_read, progress=config.ablate and judge is None
+        )
         self._judge = judge
         self._own_judge: Any = None
         self.counts: Counter[str] = Counter()
@@ -86,7 +90,8 @@ class Attribution:
         return out
 
     def close(self) -> None:
-        """Stop the verifier this object started (not one handed in)."""
+        """Stop the verifier this object started (not one handed in), and the progress bar."""
+        self.cache.close()
         if self._own_judge is not None:
             self._own_judge.close()
             self._own_judge = None
