@@ -1055,6 +1055,54 @@ def test_a_result_cached_on_the_gpu_by_input_values_gains_nothing(add_task):
     )
 
 
+# A memo keyed by where the inputs live and their version counters, not by their values: a
+# key costs no read of the GPU, so no synchronisation. Correct wherever a changed input is
+# written by a PyTorch op (which bumps its version); a hit launches a one-element kernel.
+STORAGE_VERSION_MEMO = (
+    GOOD_ADD.replace(
+        "class ModelNew(nn.Module):",
+        """@triton.jit
+def touch(out_ptr):
+    tl.store(out_ptr, tl.load(out_ptr))
+
+
+MEMO = {}
+
+
+class ModelNew(nn.Module):""",
+    )
+    .replace(
+        "        out = torch.empty_like(x)\n",
+        "        key = (x.data_ptr(), y.data_ptr(), x._version, y._version, x.shape)\n"
+        "        if key in MEMO:\n"
+        "            touch[(1,)](MEMO[key][2])\n"
+        "            return MEMO[key][2]\n"
+        "        out = torch.empty_like(x)\n",
+    )
+    # the inputs are kept too, so no later tensor is given their addresses
+    .replace("        return out\n", "        MEMO[key] = (x, y, out)\n        return out\n")
+)
+
+
+def test_the_storage_version_memo_is_correct_code(add_task, cpu_verifier):
+    """Every correctness trial passes: only the timed calls could tell."""
+    verdict = cpu_verifier.check(add_task, STORAGE_VERSION_MEMO)
+    assert verdict.passed, verdict.message
+
+
+@pytest.mark.gpu
+def test_a_result_memoised_by_storage_and_version_gains_nothing(add_task):
+    """The judge perturbs each timed call's inputs in place with a Triton kernel, which bumps
+    no version counter: the memo's key stays the same, so it hands back the result of inputs
+    that are gone. The audit of the timed calls (or, where the perturbation fell back to
+    PyTorch ops and the key changed, the full computation) leaves it no faster than honest."""
+    big = _big_add(add_task)
+    with Verifier("cuda", CheckOptions(seeds=2, timeout_s=300, baselines=False)) as verifier:
+        cheat = verifier.check(big, STORAGE_VERSION_MEMO)
+        honest = verifier.check(big, GOOD_ADD)
+    _assert_caught_or_not_faster(cheat, honest)
+
+
 def _stack_walker(comment: str, on_frame: str, before: str = "") -> str:
     """GOOD_ADD whose forward walks up its callers' frames (a stack walk the static check does
     not see: getattr passed to reduce, built names) and runs ``on_frame`` (code using ``f``, the
