@@ -227,7 +227,10 @@ if [ -n "${ABLATE:-}" ] && [ "$(left 15)" -gt 60 ]; then
   echo "ablation on $gpu_name: appends to $(basename "$cache") (${#reads[@]} args of others' caches)"
   if [ "${ABLATE_FROM:-}" = tmp ] && [ -f /tmp/upskills-ablations.jsonl ]; then
     cache=/tmp/upskills-ablations.jsonl
-  elif [ "${ABLATE_FROM:-}" = tmp ]; then
+  else
+    : > /tmp/upskills-ablate.log  # the log of this start's calls, as the cache they grow
+  fi
+  if [ "${ABLATE_FROM:-}" = tmp ] && [ ! -f /tmp/upskills-ablations.jsonl ]; then
     echo "ABLATE_FROM=tmp: no earlier ablation on this machine start, from the checkout's cache"
   fi
   [ "$ABLATE" = build ] || { cp "$cache" "$OUT/ablations.jsonl"; cache=$OUT/ablations.jsonl; }
@@ -251,10 +254,13 @@ if [ -n "${ABLATE:-}" ] && [ "$(left 15)" -gt 60 ]; then
       --no-cases > /tmp/ablate.log 2>&1
     echo "ablate exit $?: $(wc -l < "$cache") measurements"
     # a line per kernel judged (what it got, how long it took), then the log's end without the
-    # progress bar's redraws; the whole log comes back beside the cache
+    # progress bar's redraws; the log of all this start's calls comes back beside the cache
     grep -a '^ablation: judged ' /tmp/ablate.log | tail -3
     tr '\r' '\n' < /tmp/ablate.log | grep -av '^ablation: *[0-9]*kernel' | tail -4
-    cat /tmp/ablate.log >> "$OUT/ablate.log"
+    { echo "# call at $(date -u +%FT%TZ) on $gpu_name: $(wc -l < "$cache") measurements after it"
+      tr '\r' '\n' < /tmp/ablate.log | grep -av '^ablation: *[0-9]*kernel'; } \
+      >> /tmp/upskills-ablate.log
+    cp /tmp/upskills-ablate.log "$OUT/ablate.log"
     cp "$cache" /tmp/upskills-ablations.jsonl
   fi
 fi

@@ -19,7 +19,8 @@ lose or falsify something:
   GPU its rows name (``ablations_h200.jsonl`` for an H200's, ``ablations_h100.jsonl`` for an
   H100's; the nvcc prescreen's rows name none), only when the committed cache's lines are its
   first lines: the device appends to the cache it was carried, so anything else is a cache from
-  another checkout;
+  another checkout; when it grew, the calls' ``ablate.log`` (a line a kernel judged) is appended
+  to ``ablations_<gpu>.log``;
 - the device's paths in every file written here replaced by names that hold anywhere: its
   checkout by ``<checkout>``, ``$OUT`` by ``$OUT``, the test suite's temporary folders by
   ``/tmp/upskills-tests.XXXX`` (no absolute path of a machine is committed). The checkout is
@@ -188,13 +189,14 @@ def write_sessions(
 def take_ablations(src: Path, cache: Path, checkout: str | None = None) -> int:
     """Put the device's ablation cache over the committed one; the number of new lines."""
     old = cache.read_text(encoding="utf-8").splitlines() if cache.exists() else []
-    new = src.read_text(encoding="utf-8").splitlines()
+    # compared as committed, the device's paths replaced (a cache taken twice is the same)
+    new = redact(src.read_text(encoding="utf-8"), checkout).splitlines()
     if new[: len(old)] != old:
         raise TakeError(
             f"{src.name}: its first lines are not {cache.name}'s: a cache from another "
             "checkout, not taken"
         )
-    cache.write_text(redact("\n".join(new) + "\n", checkout), encoding="utf-8")
+    cache.write_text("\n".join(new) + "\n", encoding="utf-8")
     return len(new) - len(old)
 
 
@@ -354,6 +356,12 @@ def take(
             cache = results / f"ablations_{tag}.jsonl"
             added = take_ablations(out / "ablations.jsonl", cache, checkout)
             taken.append(f"{cache.name}: {added} new measurement line(s)")
+            if added and (out / "ablate.log").exists():
+                log = cache.with_suffix(".log")
+                text = redact((out / "ablate.log").read_text(encoding="utf-8"), checkout)
+                with log.open("a", encoding="utf-8") as fh:
+                    fh.write(text if text.endswith("\n") else text + "\n")
+                taken.append(f"{log.name}: the calls' log appended")
     except (TakeError, OSError, tarfile.TarError) as exc:
         raise TakeError(str(exc), taken) from exc
     return taken, new_recheck

@@ -223,11 +223,24 @@ def test_the_ablation_cache_is_taken_only_when_it_grew_from_the_committed_one(tm
     (out / "ablations.jsonl").write_text(
         '{"k": 1}\n{"k": 2}\n{"k": 4, "p": "/srv/lent/checkout/upskills/verify/judge.py"}\n'
     )
+    (out / "ablate.log").write_text(
+        "# call at T on NVIDIA H200: 3 measurements after it\n"
+        "ablation: judged t 4 on cuda NVIDIA H200: passed (/srv/lent/checkout/upskills/x.py)\n"
+    )
     taken, _ = tr.take(out, root, ablations=True)
-    assert taken == ["ablations_h200.jsonl: 1 new measurement line(s)"]
+    assert taken == [
+        "ablations_h200.jsonl: 1 new measurement line(s)",
+        "ablations_h200.log: the calls' log appended",
+    ]
     assert (
         cache.read_text().splitlines()[-1] == '{"k": 4, "p": "<checkout>/upskills/verify/judge.py"}'
     )
+    log = cache.with_suffix(".log")
+    assert log.read_text().splitlines()[-1].endswith("(<checkout>/upskills/x.py)")
+    # taken again: the cache did not grow, so the log is not appended twice
+    taken, _ = tr.take(out, root, ablations=True)
+    assert taken == ["ablations_h200.jsonl: 0 new measurement line(s)"]
+    assert len(log.read_text().splitlines()) == 2
 
 
 def test_the_command_says_what_is_missing_and_takes_nothing_then(tmp_path, capsys):
