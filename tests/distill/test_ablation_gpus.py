@@ -169,6 +169,7 @@ def test_distill_reads_another_gpus_cache_and_says_so_in_the_provenance(tmp_path
     assert run.exit_code == 0, run.output
     tune = (tmp_path / "skills/gpu-launch-tuning/SKILL.md").read_text()
     assert "Measured as applied alone (ablation)" in tune and "GPU B" in tune
+    assert "(1 observation, 0 against)." in tune  # one episode, counted in the singular
     prov = json.loads(
         (tmp_path / "skills/gpu-launch-tuning/references/provenance.json").read_text()
     )

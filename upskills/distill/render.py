@@ -161,8 +161,8 @@ def _lesson_block(lesson: Lesson, full: bool = False, seen: dict[str, str] | Non
         else:
             how = "applied alone (ablation)" if e.attribution == "ablated" else "the only change"
             lines.append(
-                f"- {lesson.intent} Measured as {how}: {verb} ({e.observations} observations, "
-                f"{lesson.contradicting} against)."
+                f"- {lesson.intent} Measured as {how}: {verb} ({e.observations} "
+                f"observation{'' if e.observations == 1 else 's'}, {lesson.contradicting} against)."
             )
             if e.note:
                 lines.append(f"- Note: {e.note}.")
