@@ -255,11 +255,12 @@ if [ -n "${ABLATE:-}" ] && [ "$(left 15)" -gt 60 ]; then
     echo "ablate exit $?: $(wc -l < "$cache") measurements"
     # a line per kernel judged (what it got, how long it took), then the log's end without the
     # progress bar's redraws; the log of all this start's calls comes back beside the cache
-    tr '\r' '\n' < /tmp/ablate.log | grep -a '^ablation: judged ' | tail -3
-    tr '\r' '\n' < /tmp/ablate.log | grep -av -e '^ablation: *[0-9]*kernel' -e '^[[:space:]]*$' | tail -4
+    tr '\r' '\n' < /tmp/ablate.log | grep -av -e '^ablation: *[0-9]*kernel' -e '^[[:space:]]*$' \
+      > /tmp/ablate.lines
+    grep -a '^ablation: judged ' /tmp/ablate.lines | tail -3
+    tail -4 /tmp/ablate.lines
     { echo "# call at $(date -u +%FT%TZ) on $gpu_name: $(wc -l < "$cache") measurements after it"
-      tr '\r' '\n' < /tmp/ablate.log | grep -av -e '^ablation: *[0-9]*kernel' -e '^[[:space:]]*$'; } \
-      >> /tmp/upskills-ablate.log
+      cat /tmp/ablate.lines; } >> /tmp/upskills-ablate.log
     cp /tmp/upskills-ablate.log "$OUT/ablate.log"
     cp "$cache" /tmp/upskills-ablations.jsonl
   fi

@@ -358,7 +358,8 @@ def take(
             taken.append(f"{cache.name}: {added} new measurement line(s)")
             if added and (out / "ablate.log").exists():
                 log = cache.with_suffix(".log")
-                text = redact((out / "ablate.log").read_text(encoding="utf-8"), checkout)
+                raw = (out / "ablate.log").read_text(encoding="utf-8", errors="replace")
+                text = redact(raw, checkout)
                 with log.open("a", encoding="utf-8") as fh:
                     fh.write(text if text.endswith("\n") else text + "\n")
                 taken.append(f"{log.name}: the calls' log appended")
