@@ -55,7 +55,10 @@
 #                    of the call (no file; the next call's builds find them done).
 #                    ABLATE_FROM=tmp: resume from the last call's file on this machine start
 #                    ABLATE_LIMIT=N: build only the first N kernels it will judge (a short
-#                    budget: about 22 s a kernel judged, 60 s a build on one of 16 cores)
+#                    budget: 7-10 s a kernel judged when built first, 55-80 s when its check
+#                    builds it; about 180 s for 40 builds on 16 cores). With ABLATE_FROM=tmp the
+#                    build step builds the next N still to judge: keep it on (ABLATE_BUILD=0 made
+#                    the fiftieth session's checks past the built ones build their own)
 #   TESTS=1          the GPU test suite (-m gpu --run-slow: the GPU tests marked slow too, which
 #                    -m gpu alone skipped until the thirty-fifth session): untimed tests with 8 xdist workers, then the
 #                    tests that need a timed verdict one at a time -> $OUT/gpu_tests.log
@@ -258,7 +261,7 @@ if [ -n "${ABLATE:-}" ] && [ "$(left 15)" -gt 60 ]; then
     tr '\r' '\n' < /tmp/ablate.log | grep -av -e '^ablation: *[0-9]*kernel' -e '^[[:space:]]*$' \
       > /tmp/ablate.lines
     grep -a '^ablation: judged ' /tmp/ablate.lines | tail -3
-    tail -4 /tmp/ablate.lines
+    grep -av '^ablation: judged ' /tmp/ablate.lines | tail -4  # the log's end, each line once
     { echo "# call at $(date -u +%FT%TZ) on $gpu_name: $(wc -l < "$cache") measurements after it"
       cat /tmp/ablate.lines; } >> /tmp/upskills-ablate.log
     cp /tmp/upskills-ablate.log "$OUT/ablate.log"
