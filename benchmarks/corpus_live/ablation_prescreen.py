@@ -53,39 +53,13 @@ from scan_extensions_local import (  # noqa: E402  # pyright: ignore[reportMissi
 )
 
 from upskills.distill.ablate import PRESCREEN_GPU, Measurement, kernel_hash  # noqa: E402
+from upskills.distill.plan import ablation_plan  # noqa: E402
 
 JUDGE = "nvcc-prescreen"
 """The judge name of the measurements ``--record`` appends (not the verifier: no GPU ran)."""
 GPU = PRESCREEN_GPU
 """What such a measurement says in place of a GPU name (part of its cache key): a compile
 failure counts as judged on every GPU (``ablate.py``, "One episode, one GPU")."""
-
-
-class _Recorder:
-    """A judge that judges nothing: it records what the distiller asks it to judge."""
-
-    name = "prescreen-recorder"
-    device = "cuda"
-
-    def __init__(self, gpu: str | None = None) -> None:
-        self.gpu = gpu
-        """The GPU the ablation will run on: what is asked is what that GPU has not judged
-        (None: what no GPU has)."""
-        self.asked: list[tuple[str, str, str]] = []
-
-    def __call__(self, task: str, task_hash: str, source: str) -> Measurement:
-        self.asked.append((task, task_hash, source))
-        return Measurement(
-            key="",
-            task=task,
-            task_hash=task_hash,
-            kernel_hash=kernel_hash(source),
-            judge=self.name,
-            device="cuda",
-            gpu=self.gpu,
-            passed=False,
-            error_class="not-judged",
-        )
 
 
 def pending(
@@ -95,28 +69,8 @@ def pending(
 
     ``gpu``: on that GPU (an episode another GPU finished is not judged again; one it did not
     is judged whole on this one); None: on any. ``also``: caches only read, as
-    ``--ablation-read``."""
-    from upskills.distill.pipeline import DistillConfig, distill
-
-    with tempfile.TemporaryDirectory(prefix="prescreen-") as tmp:
-        copy = Path(tmp) / "cache.jsonl"
-        if cache.exists():
-            shutil.copy(cache, copy)
-        recorder = _Recorder(gpu)
-        config = DistillConfig(
-            ablate=True,
-            device="cuda",
-            ablation_cache=str(copy),
-            ablation_read=[str(a) for a in also],
-        )
-        distill([traces], Path(tmp) / "skills", None, config, judge=recorder)
-    seen: set[str] = set()
-    out = []
-    for task, task_hash, source in recorder.asked:
-        if kernel_hash(source) not in seen:
-            seen.add(kernel_hash(source))
-            out.append((task, task_hash, source))
-    return out
+    ``--ablation-read``. The distiller's own plan (``upskills distill --ablate --plan``)."""
+    return [(k.task, k.task_hash, k.source) for k in ablation_plan([traces], [cache, *also], gpu)]
 
 
 def _nvcc_version() -> str:

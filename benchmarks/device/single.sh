@@ -237,6 +237,10 @@ if [ -n "${ABLATE:-}" ] && [ "$(left 15)" -gt 60 ]; then
     echo "ABLATE_FROM=tmp: no earlier ablation on this machine start, from the checkout's cache"
   fi
   [ "$ABLATE" = build ] || { cp "$cache" "$OUT/ablations.jsonl"; cache=$OUT/ablations.jsonl; }
+  # what is left on this GPU, judging nothing (the distiller's own walk, a few seconds)
+  python3 -m upskills distill traces/corpus-live --ablate --plan --gpu "$gpu_name" \
+    --ablation-cache "$cache" "${reads[@]}" > /tmp/ablate_plan.txt 2>&1
+  echo "plan exit $?: $(head -1 /tmp/ablate_plan.txt)"
   # the CUDA kernels still to judge built all at once first (a folder per source: the checks
   # find them built), as the round stage does; ABLATE_BUILD=0 skips it (built by an earlier
   # call). A build cut by the budget is removed; the finished ones stay for the next call.

@@ -77,6 +77,20 @@ import click
     help="Another ablation cache, only read (e.g. another GPU's); repeatable. An episode's "
     "kernels all come from one GPU's measurements.",
 )
+@click.option(
+    "--plan",
+    is_flag=True,
+    help="With --ablate: judge nothing, write nothing; list the kernels the ablation still has "
+    "to judge on each GPU (--gpu, else each GPU the caches name).",
+)
+@click.option(
+    "--gpu",
+    "gpus",
+    multiple=True,
+    metavar="NAME",
+    help="With --plan: the GPU the ablation will run on (its name as torch reports it); "
+    "repeatable.",
+)
 def cli(
     traces: tuple[str, ...],
     skills_dir: str,
@@ -92,10 +106,18 @@ def cli(
     device: str,
     ablation_cache: str | None,
     ablation_read: tuple[str, ...],
+    plan: bool,
+    gpus: tuple[str, ...],
 ) -> None:
     """Distill TRACES (files or folders of .jsonl) into skill packs and test cases."""
     from upskills.distill import DistillConfig, DistillError, distill
 
+    if plan or gpus:
+        if not (plan and ablate):
+            raise click.UsageError("--plan goes with --ablate, and --gpu with --plan")
+        own = ablation_cache or str(Path(skills_dir) / ".ablations.jsonl")
+        _print_plan(traces, [own, *ablation_read], list(gpus))
+        return
     config = DistillConfig(
         group=group,  # type: ignore[arg-type]
         name=name,
@@ -133,3 +155,32 @@ def cli(
         click.echo(f"  {pack.name}@{pack.version} ({pack.change}) {pack.path}")
     if result.cases:
         click.echo(f"  {len(result.cases)} test cases in {result.cases[0].parent}")
+
+
+def _print_plan(traces: tuple[str, ...], caches: list[str], gpus: list[str]) -> None:
+    """A table a GPU: the kernels ``--ablate`` would still judge there, by task."""
+    from collections import Counter
+
+    from rich.table import Table
+
+    from upskills.core.console import make_console
+    from upskills.distill import DistillError
+    from upskills.distill.plan import ablation_plan, cache_gpus
+
+    console = make_console()
+    try:
+        targets: list[str | None] = [*gpus] or [*cache_gpus(caches)] or [None]
+        for gpu in targets:
+            left = ablation_plan(traces, caches, gpu)
+            where = gpu or "any GPU (the caches name none)"
+            console.print(f"[bold]left to judge on {where}[/]: {len(left)} kernels")
+            table = Table("task", "kernels", "CUDA", "Triton")
+            by_task = Counter((k.task_name, k.backend) for k in left)
+            for task in sorted({k.task_name for k in left}):
+                cuda, triton = by_task[(task, "cuda")], by_task[(task, "triton")]
+                table.add_row(task, str(cuda + triton), str(cuda), str(triton))
+            cuda = sum(1 for k in left if k.backend == "cuda")
+            table.add_row("all", str(len(left)), str(cuda), str(len(left) - cuda), style="bold")
+            console.print(table)
+    except (DistillError, ValueError) as exc:
+        raise click.ClickException(str(exc)) from exc
