@@ -75,7 +75,8 @@ TECHNIQUES: dict[str, TechniqueInfo] = {
     "block_reduction": TechniqueInfo(
         "Block reductions",
         "reductions",
-        "Reduce a whole block in registers (`tl.sum`, `tl.max`) or through shared memory.",
+        "Reduce a whole block at once: in Triton in registers (`tl.sum`, `tl.max`); in CUDA, "
+        "per-thread partials combined through shared memory (or warp shuffles).",
         "Reductions run over a block that covers the row (or loop over blocks), with masked "
         "lanes set to the reduction's identity.",
     ),
@@ -139,7 +140,8 @@ TECHNIQUES: dict[str, TechniqueInfo] = {
     "launch_config": TechniqueInfo(
         "Launch configuration",
         "launch-tuning",
-        "Size blocks and warps to the problem (`next_power_of_2`, `num_warps`, grid).",
+        "Size blocks and warps to the problem (Triton: `next_power_of_2`, `num_warps`; CUDA: "
+        "threads per block and the grid).",
         "Block sizes are powers of two derived from the shape, and the grid covers every "
         "element (`triton.cdiv`).",
     ),
