@@ -88,3 +88,13 @@ def test_the_cli_prints_a_table_a_gpu_and_writes_nothing(tmp_path):
     for wrong in ([str(traces), "--plan"], [str(traces), "--ablate", "--gpu", "GPU B"]):
         bad = CliRunner().invoke(cli, wrong)
         assert bad.exit_code == 2 and "--plan goes with --ablate" in bad.output
+
+
+def test_a_malformed_cache_is_named_and_nothing_is_planned(tmp_path):
+    traces, bad = _trace(tmp_path), tmp_path / "bad.jsonl"
+    bad.write_text('{"task": "row_sum"}\n')
+    run = CliRunner().invoke(cli, [str(traces), "--ablate", "--plan", "--ablation-read", str(bad)])
+    assert run.exit_code == 1
+    assert f"{bad}:1: not a valid ablation Measurement" in run.output
+    assert "left to judge" not in run.output
+    assert bad.read_text() == '{"task": "row_sum"}\n'

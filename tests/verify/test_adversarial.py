@@ -223,6 +223,36 @@ CATALOGUE: list[tuple[str, str, str, set[str], str | None]] = [
         {"guard"},
         "torch_compute",
     ),
+    # the add done by autograd: a Function whose forward is a stub and whose backward (run by
+    # the autograd engine, on a CUDA device in the engine's own thread) does the work in
+    # PyTorch, read back with torch.autograd.grad (the fiftieth session's review; refused on
+    # CPU, where the engine runs backward in the calling thread; its GPU run is listed in
+    # benchmarks/device/gpu_tests_left.txt)
+    (
+        "compute_in_autograd_backward",
+        "add",
+        add_attack(
+            "        with torch.enable_grad():\n"
+            "            xs = x.detach().requires_grad_(True)\n"
+            "            (g,) = torch.autograd.grad(Stub.apply(xs, y), xs)\n"
+            "        return g\n",
+            extra="""
+
+class Stub(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, xs, y):
+        ctx.save_for_backward(xs.detach(), y)
+        return xs.new_zeros(1)
+
+    @staticmethod
+    def backward(ctx, grad):
+        xd, y = ctx.saved_tensors
+        return torch.add(xd, y), None
+""",
+        ),
+        {"guard"},
+        "torch_compute",
+    ),
     (
         "python_scalar_fallback",
         "add",

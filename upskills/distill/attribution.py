@@ -43,8 +43,8 @@ class Attribution:
         """Use ``judge`` (else a ``VerifierJudge`` on ``config.device``, started on first use)."""
         self.ablate = config.ablate
         self.device = config.device
-        # the production judge's progress on stderr; a judge handed in (a test's, the nvcc
-        # prescreen's recorder) judges nothing worth a line
+        # the production judge's progress on stderr; a judge handed in (a test's, the plan's
+        # recorder) judges nothing worth a line
         self.cache = AblationCache(
             config.ablation_cache, config.ablation_read, progress=config.ablate and judge is None
         )
