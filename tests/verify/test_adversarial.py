@@ -922,28 +922,36 @@ def test_a_forward_that_counts_its_way_to_the_checked_calls_gains_nothing(add_ta
     _assert_caught_or_not_faster(cheat, honest)
 
 
-VALUE_KEYED_CACHE = (
-    GOOD_ADD.replace(
-        "class ModelNew(nn.Module):",
-        """@triton.jit
+def _memo_around_good_add(key: str, hit: str, store: str) -> str:
+    """GOOD_ADD with a module-level MEMO: on a key seen before, a one-element kernel touches
+    the memoised result (`hit`) and it is returned; else the add runs and `store` is kept."""
+    return (
+        GOOD_ADD.replace(
+            "class ModelNew(nn.Module):",
+            """@triton.jit
 def touch(out_ptr):
     tl.store(out_ptr, tl.load(out_ptr))
 
 
-SEEN = {}
+MEMO = {}
 
 
 class ModelNew(nn.Module):""",
+        )
+        .replace(
+            "        out = torch.empty_like(x)\n",
+            f"        key = {key}\n"
+            "        if key in MEMO:\n"
+            f"            touch[(1,)]({hit})\n"
+            f"            return {hit}\n"
+            "        out = torch.empty_like(x)\n",
+        )
+        .replace("        return out\n", f"        MEMO[key] = {store}\n        return out\n")
     )
-    .replace(
-        "        out = torch.empty_like(x)\n",
-        "        tag = (float(x.reshape(-1)[7]), float(y.reshape(-1)[-3]), x.shape)\n"
-        "        if tag in SEEN:\n"
-        "            touch[(1,)](SEEN[tag])\n"
-        "            return SEEN[tag]\n"
-        "        out = torch.empty_like(x)\n",
-    )
-    .replace("        return out\n", "        SEEN[tag] = out\n        return out\n")
+
+
+VALUE_KEYED_CACHE = _memo_around_good_add(
+    "(float(x.reshape(-1)[7]), float(y.reshape(-1)[-3]), x.shape)", "MEMO[key]", "out"
 )
 
 
@@ -1088,29 +1096,11 @@ def test_a_result_cached_on_the_gpu_by_input_values_gains_nothing(add_task):
 # A memo keyed by where the inputs live and their version counters, not by their values: a
 # key costs no read of the GPU, so no synchronisation. Correct wherever a changed input is
 # written by a PyTorch op (which bumps its version); a hit launches a one-element kernel.
-STORAGE_VERSION_MEMO = (
-    GOOD_ADD.replace(
-        "class ModelNew(nn.Module):",
-        """@triton.jit
-def touch(out_ptr):
-    tl.store(out_ptr, tl.load(out_ptr))
-
-
-MEMO = {}
-
-
-class ModelNew(nn.Module):""",
-    )
-    .replace(
-        "        out = torch.empty_like(x)\n",
-        "        key = (x.data_ptr(), y.data_ptr(), x._version, y._version, x.shape)\n"
-        "        if key in MEMO:\n"
-        "            touch[(1,)](MEMO[key][2])\n"
-        "            return MEMO[key][2]\n"
-        "        out = torch.empty_like(x)\n",
-    )
+STORAGE_VERSION_MEMO = _memo_around_good_add(
+    "(x.data_ptr(), y.data_ptr(), x._version, y._version, x.shape)",
+    "MEMO[key][2]",
     # the inputs are kept too, so no later tensor is given their addresses
-    .replace("        return out\n", "        MEMO[key] = (x, y, out)\n        return out\n")
+    "(x, y, out)",
 )
 
 
