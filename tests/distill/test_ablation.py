@@ -10,6 +10,8 @@ real verifier on the CPU (slow): correctness only, so the effect stays confounde
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from tests.distill.tracegen import (
@@ -317,6 +319,34 @@ def test_a_builtin_task_is_judged_by_its_name_not_its_origin(tmp_path):
     seen, result, _ = _judged_as(tmp_path, "builtin")
     assert seen and set(seen) == {"row_sum"}
     assert result.ablations == {"ablated": 1}
+
+
+def test_a_session_that_recorded_no_origin_is_judged_from_its_state_json(tmp_path):
+    """The first corpus rounds' sessions (2026-11-30) recorded no ``task_origin`` in their
+    ``run_start``: a KernelBench episode of theirs was handed to the judge by its name, which no
+    loader knows, so the H100 ablation of 2026-12-07 left 47_Sum's six kernels unjudged while
+    the plan listed them. The session folder's ``state.json`` names the file."""
+    seen: list[str] = []
+
+    class Recorder(RuleTimer):
+        def __call__(self, task, task_hash, source):  # noqa: ANN001, ANN204
+            seen.append(task)
+            return super().__call__(task, task_hash, source)
+
+    folder = tmp_path / "traces" / "kb1_47"
+    _two_change_trace(folder / "trace.jsonl")
+    state = {"task": {"name": "row_sum", "origin": "kb/level1/47_Sum.py"}}
+    (folder / "state.json").write_text(json.dumps(state), encoding="utf-8")
+    config = DistillConfig(ablate=True, ablation_cache=str(tmp_path / "abl.jsonl"))
+    result = distill([tmp_path / "traces"], tmp_path / "skills", None, config, Recorder(RULES))
+    assert seen and set(seen) == {"kb/level1/47_Sum.py"}
+    assert result.ablations == {"ablated": 1}
+    # a state.json that names no origin leaves the task's name, as before
+    seen.clear()
+    (folder / "state.json").write_text('{"task": {}}', encoding="utf-8")
+    (tmp_path / "abl.jsonl").unlink()
+    distill([tmp_path / "traces"], tmp_path / "skills2", None, config, Recorder(RULES))
+    assert set(seen) == {"row_sum"}
 
 
 @pytest.mark.slow

@@ -98,3 +98,36 @@ def test_a_malformed_cache_is_named_and_nothing_is_planned(tmp_path):
     assert f"{bad}:1: not a valid ablation Measurement" in run.output
     assert "left to judge" not in run.output
     assert bad.read_text() == '{"task": "row_sum"}\n'
+
+
+def test_an_episode_whose_task_does_not_load_is_left_out_and_named(tmp_path):
+    """The plan loads each task as the verifier would: an episode whose file is not here is in
+    no plan (the ablation cannot judge it either) and its task is named with the reason."""
+    from tests.tasks.kernelbench_files import SQUARE_MATMUL
+
+    problem = tmp_path / "kb" / "1_Square_matmul.py"
+    write_trace(
+        tmp_path / "traces" / "t.jsonl",
+        [
+            (BEFORE, verdict(BEFORE, True, speedup=2.0, gpu="GPU A")),
+            (AFTER, verdict(AFTER, True, speedup=5.0, gpu="GPU A")),
+        ],
+        task="1_Square_matmul",
+        task_origin=str(problem),
+    )
+    traces, cache = tmp_path / "traces", tmp_path / "a.jsonl"
+    unloadable: dict[str, str] = {}
+    assert ablation_plan([traces], [cache], "GPU A", unloadable) == []
+    assert list(unloadable) == [str(problem)] and "1_Square_matmul.py" in unloadable[str(problem)]
+    run = CliRunner().invoke(
+        cli, [str(traces), "--skills-dir", str(tmp_path / "s"), "--ablate", "--plan"]
+    )
+    assert run.exit_code == 0, run.output
+    assert "0 kernels" in run.output and "not judgeable here" in run.output
+
+    problem.parent.mkdir()
+    problem.write_text(SQUARE_MATMUL, encoding="utf-8")
+    unloadable.clear()
+    planned = ablation_plan([traces], [cache], "GPU A", unloadable)
+    assert [k.source for k in planned] == [BEFORE, AFTER, *ALONE] and unloadable == {}
+    assert {k.task for k in planned} == {str(problem)}

@@ -171,9 +171,12 @@ def _print_plan(traces: tuple[str, ...], caches: list[str], gpus: list[str]) -> 
     try:
         targets: list[str | None] = [*gpus] or [*cache_gpus(caches)] or [None]
         for gpu in targets:
-            left = ablation_plan(traces, caches, gpu)
+            unloadable: dict[str, str] = {}
+            left = ablation_plan(traces, caches, gpu, unloadable)
             where = gpu or "any GPU (the caches name none)"
             console.print(f"[bold]left to judge on {where}[/]: {len(left)} kernels")
+            for why in sorted(unloadable.values()):
+                console.print(f"[yellow]not judgeable here[/] (its episodes are left out): {why}")
             table = Table("task", "kernels", "CUDA", "Triton")
             by_task = Counter((k.task_name, k.backend) for k in left)
             for task in sorted({k.task_name for k in left}):

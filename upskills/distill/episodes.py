@@ -17,7 +17,7 @@ from pathlib import Path
 from upskills.trace.attempts import AGENT_NOTE_KINDS, disputed_kernels, iter_attempts
 from upskills.trace.attempts import Attempt as WalkedAttempt
 from upskills.trace.events import Note, RunEnd, RunStart, ToolResult, TraceEvent
-from upskills.trace.reader import TraceLineError, iter_events
+from upskills.trace.reader import TraceLineError, iter_events, session_task_origin
 
 
 @dataclass(frozen=True)
@@ -184,7 +184,8 @@ def summarize_trace(path: str | Path) -> TraceSummary:
                 summary.task, summary.task_hash = event.task, event.task_hash
                 summary.model = event.model
                 summary.started = event.ts
-                summary.task_origin = str(event.parameters.get("task_origin") or "")
+                origin = event.parameters.get("task_origin") or session_task_origin(path)
+                summary.task_origin = str(origin or "")
                 session = event.parameters.get("interface") == "session"
                 if event.agent_role == "external" and session:
                     summary.session_agent = event.agent_name or "external"

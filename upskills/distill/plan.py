@@ -6,6 +6,10 @@ which. It runs the distiller's own episode walk (the same split into changes, th
 "one episode, one GPU" rule over the same caches) with a judge that records what it is asked
 and judges nothing. The caches are only read: nothing is appended to them, and the packs the
 walk writes go to a temporary folder.
+
+The recorder loads each task as the verifier would (``load_task``), so an episode whose task
+does not load here (a KernelBench file not checked out, a session that recorded no origin) is
+left out of the plan as the ablation would leave it out, and named with the reason.
 """
 
 from __future__ import annotations
@@ -56,9 +60,25 @@ class PlanRecorder:
         self.gpu = gpu
         """The GPU the ablation will run on (None: a kernel any GPU judged counts as judged)."""
         self.asked: list[PendingKernel] = []
+        self.unloadable: dict[str, str] = {}
+        """Tasks that do not load, with the loader's error: their episodes are not judged."""
+        self._loaded: set[str] = set()
 
     def __call__(self, task: str, task_hash: str, source: str) -> Measurement:
-        """Record the kernel; hand back a failure marked not judged (in memory only)."""
+        """Record the kernel; hand back a failure marked not judged (in memory only).
+
+        Raises:
+            TaskError: the task does not load, as the verifier's check would raise it.
+        """
+        if task not in self._loaded:
+            from upskills.tasks import TaskError, load_task
+
+            try:
+                load_task(task)
+            except TaskError as exc:
+                self.unloadable[task] = str(exc)
+                raise
+            self._loaded.add(task)
         self.asked.append(PendingKernel(task, task_hash, source))
         return Measurement(
             key="",
@@ -74,13 +94,17 @@ class PlanRecorder:
 
 
 def ablation_plan(
-    traces: Iterable[str | Path], caches: Sequence[str | Path], gpu: str | None = None
+    traces: Iterable[str | Path],
+    caches: Sequence[str | Path],
+    gpu: str | None = None,
+    unloadable: dict[str, str] | None = None,
 ) -> list[PendingKernel]:
     """Each kernel (once, in the order the ablation would judge it) still to judge on ``gpu``.
 
     ``caches``: every ablation cache the run would read (its own and the others'), all only
     read here. An episode another GPU finished is not judged again; any other is judged whole
-    on ``gpu``.
+    on ``gpu``. ``unloadable``, when given, receives each task that does not load here and
+    why (its episodes are in no plan: the ablation cannot judge them either).
     """
     from upskills.distill.pipeline import DistillConfig, distill
 
@@ -88,6 +112,8 @@ def ablation_plan(
     config = DistillConfig(ablate=True, device="cuda", ablation_read=[str(c) for c in caches])
     with tempfile.TemporaryDirectory(prefix="upskills-plan-") as tmp:
         distill(list(traces), Path(tmp) / "skills", None, config, judge=recorder)
+    if unloadable is not None:
+        unloadable.update(recorder.unloadable)
     seen: set[str] = set()
     out = []
     for k in recorder.asked:

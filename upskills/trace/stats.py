@@ -2,16 +2,14 @@
 
 from __future__ import annotations
 
-import json
 from collections import Counter
-from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from upskills.trace.attempts import attempts_of, repaired_failures
 from upskills.trace.events import ModelCall, RunOutcome, ToolCall
-from upskills.trace.reader import TraceFile
+from upskills.trace.reader import TraceFile, session_task_origin
 
 
 class TraceStats(BaseModel):
@@ -153,12 +151,7 @@ def _origin(trace: TraceFile, parameters: dict[str, Any]) -> str | None:
     """The task's origin: from run_start, else from the session folder's ``state.json``."""
     raw = parameters.get("task_origin")
     if raw is None:
-        state = Path(trace.path).parent / "state.json"
-        if Path(trace.path).name == "trace.jsonl" and state.is_file():
-            try:
-                raw = json.loads(state.read_text(encoding="utf-8"))["task"]["origin"]
-            except (OSError, ValueError, KeyError, TypeError):
-                raw = None
+        raw = session_task_origin(trace.path)
     if not isinstance(raw, str):
         return None
     return "kernelbench" if "KernelBench" in raw else raw
