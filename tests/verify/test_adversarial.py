@@ -701,6 +701,8 @@ def test_cpu_verdict_says_what_it_cannot_see(verifier, tasks):
 def test_catalogue_gpu(tasks, name, task_key, source, classes, guard):
     with Verifier("cuda", CheckOptions(seeds=3, timeout_s=300, baselines=False)) as verifier:
         verdict = verifier.check(tasks[task_key], source)
+    # the device log (pytest -rA) keeps this line: which refusal it was, a guard's or a crash
+    print(f"{name}: {verdict.error_class}: {verdict.message[:400]}")
     assert not verdict.passed, f"{name} passed on the GPU: {verdict.message}"
     assert verdict.error_class is not None and verdict.error_class.value in classes | {"crash"}
 
