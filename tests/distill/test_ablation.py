@@ -349,6 +349,33 @@ def test_a_session_that_recorded_no_origin_is_judged_from_its_state_json(tmp_pat
     assert set(seen) == {"row_sum"}
 
 
+def test_a_kernelbench_sessions_lessons_take_their_conditions_from_its_embedded_task(tmp_path):
+    """A KernelBench task's name loads nothing, so its lessons had no dtypes or tags; the
+    session's ``state.json`` embeds the task, and no ``.kb/`` checkout is needed to read it."""
+    from upskills.tasks import load_task
+
+    folder = tmp_path / "kb1_47"
+    attempts = [
+        (ROW_SUM_MASKED, verdict(ROW_SUM_MASKED, True, speedup=2.0, gpu="NVIDIA H200")),
+        (ROW_SUM_HINTED_TUNED, verdict(ROW_SUM_HINTED_TUNED, True, speedup=5.0, gpu="NVIDIA H200")),
+    ]
+    write_trace(folder / "trace.jsonl", attempts, task="47_Sum", task_origin=".kb/47_Sum.py")
+
+    def pre():
+        lessons = mine_trace(summarize_trace(folder / "trace.jsonl"))
+        assert lessons
+        return {(tuple(x.preconditions.dtypes), tuple(x.preconditions.tags)) for x in lessons}
+
+    assert pre() == {((), ())}  # no file, no state.json: nothing is known of the task
+    task = load_task("row_sum").model_copy(update={"name": "47_Sum", "dtypes": ["float16"]})
+    state = {"task": task.model_dump(mode="json")}
+    (folder / "state.json").write_text(json.dumps(state), encoding="utf-8")
+    from upskills.distill import lessons
+
+    lessons._embedded_meta.cache_clear()
+    assert pre() == {(("float16",), tuple(task.tags))}
+
+
 @pytest.mark.slow
 def test_cpu_verifier_checks_each_change_but_credits_none(tmp_path):
     from upskills.distill.ablate import VerifierJudge

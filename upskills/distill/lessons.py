@@ -170,25 +170,60 @@ def task_meta(
     return tuple(task.tags), tuple(task.dtypes), ragged, frozenset(v.name for v in variants)
 
 
+@functools.cache
+def _embedded_meta(
+    trace_path: str,
+) -> tuple[tuple[str, ...], tuple[str, ...], frozenset[str], frozenset[str]]:
+    from upskills.tasks.embedded import embedded_task
+
+    try:
+        task = embedded_task(trace_path)
+    except ValueError:
+        task = None
+    if task is None:
+        return (), (), frozenset(), frozenset()
+    variants = task.all_variants()
+    ragged = frozenset(v.name for v in variants if v.ragged)
+    return tuple(task.tags), tuple(task.dtypes), ragged, frozenset(v.name for v in variants)
+
+
+def trace_meta(
+    trace: TraceSummary,
+) -> tuple[tuple[str, ...], tuple[str, ...], frozenset[str], frozenset[str]]:
+    """``task_meta`` of a trace's task: a built-in by its name, else the task its session embeds.
+
+    A KernelBench task's name loads nothing, so its lessons had no dtypes, tags or variants; a
+    session folder's ``state.json`` carries the whole task, on any machine, ``.kb/`` or not.
+    """
+    meta = task_meta(trace.task)
+    return meta if meta[3] else _embedded_meta(str(trace.path))
+
+
 def _regime(trace: TraceSummary) -> str:
     """Regime of a passing kernel's lesson (perf, practice): ``large-k`` for GEMMs, else any."""
-    return "large-k" if "gemm" in task_meta(trace.task)[0] else "any"
+    return "large-k" if "gemm" in trace_meta(trace)[0] else "any"
 
 
-def fix_regime(task: str, failing: Iterable[str], checked: Iterable[str] = ()) -> str:
+def fix_regime(
+    task: str,
+    failing: Iterable[str],
+    checked: Iterable[str] = (),
+    meta: tuple[tuple[str, ...], tuple[str, ...], frozenset[str], frozenset[str]] | None = None,
+) -> str:
     """The shape regime of a failure, from the variants that failed.
 
     Args:
         task: the task's name (its variants say which are ragged).
         failing: variants with a failing trial.
         checked: every variant the verdict ran; when empty, the task's variants stand in.
+        meta: the task's ``task_meta`` when known otherwise (``trace_meta``); else by name.
 
     Returns:
         ``all`` when every variant checked failed, ``ragged`` when only ragged variants
         failed, ``any`` when no variant ran (a compile or launch error), else the failing
         variant names joined by ``+``.
     """
-    _, _, ragged, variants = task_meta(task)
+    _, _, ragged, variants = meta or task_meta(task)
     failing = sorted(set(failing))
     ran = set(checked) or variants
     if not failing:
@@ -281,7 +316,7 @@ def _source(trace: TraceSummary, first: int, last: int) -> LessonSource:
 
 
 def _pre(trace: TraceSummary, regime: str, attempts: Iterable[Attempt]) -> Preconditions:
-    tags, dtypes, _, _ = task_meta(trace.task)
+    tags, dtypes, _, _ = trace_meta(trace)
     gpus = sorted({a.gpu or "cpu" for a in attempts})
     return Preconditions(gpus=gpus, dtypes=list(dtypes), shape_regimes=[regime], tags=list(tags))
 
@@ -302,7 +337,7 @@ def _changed_techniques(before: str, after: str, repair: bool = False) -> list[s
 
 
 def _fix_lessons(trace: TraceSummary, b: Attempt, a: Attempt, src: LessonSource) -> list[Lesson]:
-    regime = fix_regime(trace.task, b.failing_variants, b.checked_variants)
+    regime = fix_regime(trace.task, b.failing_variants, b.checked_variants, trace_meta(trace))
     err = b.error_class or "error"
     failure = f"{err}: {clean_message(b.message)}"
     note = explain(a.notes)

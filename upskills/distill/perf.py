@@ -25,7 +25,7 @@ from upskills.distill.lessons import (
     Preconditions,
     diff_text,
     explain,
-    task_meta,
+    trace_meta,
 )
 from upskills.distill.techniques import TECHNIQUES
 
@@ -38,7 +38,7 @@ NOTE_SENTENCES, NOTE_LIMIT = 3, 600
 
 
 def _pre(trace: TraceSummary, regime: str, gpus: list[str]) -> Preconditions:
-    tags, dtypes, _, _ = task_meta(trace.task)
+    tags, dtypes, _, _ = trace_meta(trace)
     return Preconditions(gpus=gpus, dtypes=list(dtypes), shape_regimes=[regime], tags=list(tags))
 
 

@@ -7,11 +7,10 @@ problem under the git-ignored ``.kb/``) can still be sized; other traces fall ba
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
+from upskills.tasks.embedded import embedded_task
 from upskills.tasks.model import Task
 from upskills.trace.reader import TraceFile
 
@@ -66,22 +65,6 @@ def task_work(task: Any) -> tuple[int, float | None]:
         causal = "causal" in task.name or "causal" in task.statement.lower()
         flops = 4.0 * b * h * s * inputs[1].shape[-2] * d / (2 if causal else 1)
     return nbytes, flops
-
-
-def embedded_task(trace_path: str | Path) -> Task | None:
-    """The task embedded in the ``state.json`` beside a session's ``trace.jsonl``, if any.
-
-    Raises:
-        ValueError: the ``state.json`` exists but holds no valid task (names the file).
-    """
-    path = Path(trace_path)
-    state = path.parent / "state.json"
-    if path.name != "trace.jsonl" or not state.is_file():
-        return None
-    try:
-        return Task.model_validate(json.loads(state.read_text(encoding="utf-8"))["task"])
-    except (OSError, ValueError, KeyError, TypeError) as exc:
-        raise ValueError(f"{state}: no valid embedded task ({exc})") from exc
 
 
 def origin_kind(origin: str) -> str:
