@@ -154,42 +154,41 @@ def clean_message(message: str, limit: int = 300) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
+TaskMeta = tuple[tuple[str, ...], tuple[str, ...], frozenset[str], frozenset[str]]
+"""Tags, dtypes, ragged variant names and all variant names of a task."""
+
+_NO_META: TaskMeta = ((), (), frozenset(), frozenset())
+
+
+def _meta_of(task: Any) -> TaskMeta:
+    variants = task.all_variants()
+    ragged = frozenset(v.name for v in variants if v.ragged)
+    return tuple(task.tags), tuple(task.dtypes), ragged, frozenset(v.name for v in variants)
+
+
 @functools.cache
-def task_meta(
-    name: str,
-) -> tuple[tuple[str, ...], tuple[str, ...], frozenset[str], frozenset[str]]:
+def task_meta(name: str) -> TaskMeta:
     """Tags, dtypes, ragged variant names and all variant names of a task (empty if unknown)."""
     try:
         from upskills.tasks import load_task
 
-        task = load_task(name)
+        return _meta_of(load_task(name))
     except Exception:  # noqa: BLE001 - an unknown task only loses metadata
-        return (), (), frozenset(), frozenset()
-    variants = task.all_variants()
-    ragged = frozenset(v.name for v in variants if v.ragged)
-    return tuple(task.tags), tuple(task.dtypes), ragged, frozenset(v.name for v in variants)
+        return _NO_META
 
 
 @functools.cache
-def _embedded_meta(
-    trace_path: str,
-) -> tuple[tuple[str, ...], tuple[str, ...], frozenset[str], frozenset[str]]:
+def _embedded_meta(trace_path: str) -> TaskMeta:
     from upskills.tasks.embedded import embedded_task
 
     try:
         task = embedded_task(trace_path)
-    except ValueError:
-        task = None
-    if task is None:
-        return (), (), frozenset(), frozenset()
-    variants = task.all_variants()
-    ragged = frozenset(v.name for v in variants if v.ragged)
-    return tuple(task.tags), tuple(task.dtypes), ragged, frozenset(v.name for v in variants)
+    except ValueError:  # a state.json with no valid task only loses metadata
+        return _NO_META
+    return _NO_META if task is None else _meta_of(task)
 
 
-def trace_meta(
-    trace: TraceSummary,
-) -> tuple[tuple[str, ...], tuple[str, ...], frozenset[str], frozenset[str]]:
+def trace_meta(trace: TraceSummary) -> TaskMeta:
     """``task_meta`` of a trace's task: a built-in by its name, else the task its session embeds.
 
     A KernelBench task's name loads nothing, so its lessons had no dtypes, tags or variants; a
@@ -208,7 +207,7 @@ def fix_regime(
     task: str,
     failing: Iterable[str],
     checked: Iterable[str] = (),
-    meta: tuple[tuple[str, ...], tuple[str, ...], frozenset[str], frozenset[str]] | None = None,
+    meta: TaskMeta | None = None,
 ) -> str:
     """The shape regime of a failure, from the variants that failed.
 
