@@ -135,6 +135,9 @@ def test_stats_names_the_best_kernels_language_and_the_tasks_origin(
     origin = {"task": {"origin": ".kb/KernelBench/level1/19_ReLU.py"}}
     (folder / "state.json").write_text(json.dumps(origin))
     assert trace_stats(read_trace(folder / "trace.jsonl")).origin == "kernelbench"
+    for broken in ("{not json", '{"task": 3}', '{"task": {"origin": 7}}'):  # no origin, no error
+        (folder / "state.json").write_text(broken)
+        assert trace_stats(read_trace(folder / "trace.jsonl")).origin is None
     triton = text.replace(json.dumps(cuda), json.dumps("@triton.jit\ndef k(): pass"))
     (folder / "trace.jsonl").write_text(triton)
     assert trace_stats(read_trace(folder / "trace.jsonl")).language == "triton"

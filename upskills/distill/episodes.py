@@ -14,10 +14,11 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from upskills.tasks.embedded import embedded_origin
 from upskills.trace.attempts import AGENT_NOTE_KINDS, disputed_kernels, iter_attempts
 from upskills.trace.attempts import Attempt as WalkedAttempt
 from upskills.trace.events import Note, RunEnd, RunStart, ToolResult, TraceEvent
-from upskills.trace.reader import TraceLineError, iter_events, session_task_origin
+from upskills.trace.reader import TraceLineError, iter_events
 
 
 @dataclass(frozen=True)
@@ -184,7 +185,7 @@ def summarize_trace(path: str | Path) -> TraceSummary:
                 summary.task, summary.task_hash = event.task, event.task_hash
                 summary.model = event.model
                 summary.started = event.ts
-                origin = event.parameters.get("task_origin") or session_task_origin(path)
+                origin = event.parameters.get("task_origin") or embedded_origin(path)
                 summary.task_origin = str(origin or "")
                 session = event.parameters.get("interface") == "session"
                 if event.agent_role == "external" and session:

@@ -131,21 +131,3 @@ def iter_trace_files(paths: Iterable[str | Path]) -> Iterator[Path]:
             yield p
         else:
             raise FileNotFoundError(f"no trace file or folder at {p}")
-
-
-def session_task_origin(trace_path: str | Path) -> str | None:
-    """Where a session's task came from, as its folder's ``state.json`` embeds it.
-
-    Sessions of the first corpus rounds (2026-11-30) did not yet record ``task_origin`` in
-    their ``run_start``; their ``state.json`` beside ``trace.jsonl`` does (``builtin`` or the
-    KernelBench file). None: not a session's trace, or no readable origin there.
-    """
-    path = Path(trace_path)
-    state = path.parent / "state.json"
-    if path.name != "trace.jsonl" or not state.is_file():
-        return None
-    try:
-        raw = json.loads(state.read_text(encoding="utf-8"))["task"]["origin"]
-    except (OSError, ValueError, KeyError, TypeError):
-        return None
-    return raw if isinstance(raw, str) and raw else None

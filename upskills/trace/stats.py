@@ -7,9 +7,10 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from upskills.tasks.embedded import embedded_origin
 from upskills.trace.attempts import attempts_of, repaired_failures
 from upskills.trace.events import ModelCall, RunOutcome, ToolCall
-from upskills.trace.reader import TraceFile, session_task_origin
+from upskills.trace.reader import TraceFile
 
 
 class TraceStats(BaseModel):
@@ -151,7 +152,7 @@ def _origin(trace: TraceFile, parameters: dict[str, Any]) -> str | None:
     """The task's origin: from run_start, else from the session folder's ``state.json``."""
     raw = parameters.get("task_origin")
     if raw is None:
-        raw = session_task_origin(trace.path)
+        raw = embedded_origin(trace.path)
     if not isinstance(raw, str):
         return None
     return "kernelbench" if "KernelBench" in raw else raw
