@@ -123,6 +123,29 @@ def test_cxx_source_that_calls_cublas_is_refused_before_it_runs():
     assert "vendor_library" in _rules(without_header)  # RTLD_DEFAULT alone
 
 
+def test_a_header_only_librarys_device_wide_algorithm_is_refused_and_its_block_primitives_not():
+    """The fifty-first session's review: a row sum that is ``cub::DeviceSegmentedReduce::Sum``
+    passed every static rule, and CUB, Thrust and CUTLASS import nothing for the judge's scan
+    of an extension's imports to see. Their device-wide algorithms are a kernel the library
+    writes; CUB's block and warp primitives inside the candidate's own kernel are not."""
+    for call in (
+        "cub::DeviceSegmentedReduce::Sum(t, n, x, o, r, b, e);",
+        "namespace c = cub; c::DeviceReduce::Sum(t, n, x, o, r);",
+        "cub::DeviceScan::InclusiveSum(t, n, x, o, r);",
+        "thrust::transform(thrust::device, a, a + n, b, f);",
+        "float s = thrust::reduce(thrust::device, a, a + n);",
+        "using G = cutlass::gemm::device::Gemm<float, L, float, L, float, L>;",
+    ):
+        assert "vendor_library" in _cxx_rules(call), call
+    assert "vendor_library" in _rules('SRC = "#include <cub/device/device_reduce.cuh>"\n')
+    own = (
+        "typedef cub::BlockReduce<float, 256> BR; __shared__ typename BR::TempStorage t; "
+        "float v = BR(t).Sum(x); float w = cub::WarpReduce<float>(u).Sum(v); "
+        "thrust::pair<int, int> p; thrust::complex<float> c;"
+    )
+    assert "vendor_library" not in _cxx_rules(own)
+
+
 def test_prose_that_names_cublas_is_not_cxx():
     assert "vendor_library" not in _rules('"""Faster than cuBLAS on skinny shapes."""\n')
     assert "vendor_library" not in _rules('NOTE = "cublas would do this"\n')

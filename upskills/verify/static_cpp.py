@@ -16,9 +16,22 @@ CPP_MARKERS = re.compile(r"#include|__global__|torch::Tensor|extern\s+\"C\"|PYBI
 CPP_LIBRARY_CALLS = re.compile(
     r"\b(?:cublas|cublasLt|cudnn|cufft|cusparse|cusolver)\w*"
     r"|\bat::native::|\bat::cuda::blas\b|\bdlopen\b|\bdlsym\b|\bdlfcn\.h\b|\bRTLD_\w+"
+    # header-only libraries' device-wide algorithms: a whole kernel the library writes and
+    # launches (CUB's Device* classes, Thrust's algorithms, CUTLASS's device-level operators),
+    # where CUB's block and warp primitives inside the candidate's own kernel stay allowed
+    r"|\bDevice(?:Segmented)?(?:Reduce|Scan|RadixSort|Sort|Select|Histogram|Partition"
+    r"|RunLengthEncode|Spmv|MergeSort|Copy|Memcpy|Transform|For|AdjacentDifference|Topk)\b"
+    r"|\bcub/device/|\bthrust\s*::\s*(?:transform\w*|reduce\w*|inclusive_scan\w*"
+    r"|exclusive_scan\w*|sort\w*|stable_sort\w*|copy\w*|fill\w*|for_each\w*|count\w*|gather\w*"
+    r"|scatter\w*|sequence|tabulate|unique\w*|partition\w*|merge\w*|\w*_element|inner_product"
+    r"|adjacent_difference|generate\w*|replace\w*|remove\w*|reverse\w*|equal|mismatch"
+    r"|find\w*|all_of|any_of|none_of|set_\w+|lower_bound|upper_bound|binary_search)\b"
+    r"|\bcutlass\s*::\s*(?:gemm|conv)\s*::\s*device\b|\bcutlass/(?:gemm|conv)/device/"
 )
 """Calls in C++ source that hand the compute to a vendor library or ATen's native code, or
-load code by name at run time (see :mod:`upskills.verify.libraries`)."""
+load code by name at run time (see :mod:`upskills.verify.libraries`). Header-only libraries
+import nothing, so :mod:`upskills.verify.libraries`' scan of an extension's imports cannot see
+them: their device-wide algorithms are refused here by name."""
 
 CPP_L2_PERSISTENCE = re.compile(
     r"\b(?:accessPolicyWindow|\w*AccessPolicyWindow|\w*ACCESS_POLICY_WINDOW|\w*PersistingL2\w*"
