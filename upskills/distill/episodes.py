@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from upskills.tasks.embedded import embedded_origin
+from upskills.core.session_state import embedded_origin
 from upskills.trace.attempts import AGENT_NOTE_KINDS, disputed_kernels, iter_attempts
 from upskills.trace.attempts import Attempt as WalkedAttempt
 from upskills.trace.events import Note, RunEnd, RunStart, ToolResult, TraceEvent

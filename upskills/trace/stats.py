@@ -7,7 +7,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from upskills.tasks.embedded import embedded_origin
+from upskills.core.session_state import embedded_origin
 from upskills.trace.attempts import attempts_of, repaired_failures
 from upskills.trace.events import ModelCall, RunOutcome, ToolCall
 from upskills.trace.reader import TraceFile
