@@ -1,10 +1,12 @@
 """Does the vendor-library guard leave honest CUDA kernels alone, and catch a hidden cuBLAS call?
 
 Builds the ``load_inline`` extensions of every final CUDA kernel of the corpus (in parallel,
-each in a folder of its own) plus one attack (a GEMM "kernel" whose extension calls
-``cublasSgemm_v2`` under a name assembled by the preprocessor), then lists, for each built
-shared object, the imports :func:`upskills.verify.libraries.symbol_rule` denies
-(``vendor_library``; ``hidden_ops`` since 2026-12-05). A GPU machine
+each in a folder of its own) plus two attacks (a GEMM "kernel" whose extension calls
+``cublasSgemm_v2``, and a row sum whose C++ calls CUB's ``DeviceSegmentedReduce``, each under a
+name assembled by the preprocessor), then lists, for each built shared object, the imports
+:func:`upskills.verify.libraries.symbol_rule` denies (``vendor_library``; ``hidden_ops`` since
+2026-12-05) and the CUB or Thrust kernels compiled into it
+(:func:`upskills.verify.libraries.library_kernels`, since 2026-12-07). A GPU machine
 with nvcc is needed (the extensions link against torch's CUDA libraries).
 
 Usage: python benchmarks/verifier_v2/scan_extensions.py traces/corpus-live --out scan.json
@@ -27,7 +29,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "corpus_live"))
 from recheck import finals  # noqa: E402  # pyright: ignore[reportMissingImports]
 
 from upskills.trace import read_trace  # noqa: E402
-from upskills.verify.libraries import symbol_rule, undefined_symbols  # noqa: E402
+from upskills.verify.libraries import library_kernels, symbol_rule, undefined_symbols  # noqa: E402
 
 ATTACK = r'''
 import torch
@@ -56,6 +58,39 @@ a, b = torch.randn(64, 32, device="cuda"), torch.randn(32, 16, device="cuda")
 assert torch.allclose(ext.mm(a, b), a @ b, atol=1e-4)
 '''
 
+CUB_ATTACK = r'''
+import torch
+from torch.utils.cpp_extension import load_inline
+
+SRC = """
+#include <torch/extension.h>
+#include <cub/cub.cuh>
+#define J(a, b) a##b
+__global__ void offsets(int* o, int rows, int n) {
+  for (int i = threadIdx.x; i <= rows; i += blockDim.x) o[i] = i * n;
+}
+torch::Tensor row_sum(torch::Tensor x) {
+  const int rows = x.size(0), n = x.size(1);
+  auto y = torch::empty({rows}, x.options());
+  auto off = torch::empty({rows + 1}, x.options().dtype(torch::kInt32));
+  int* o = off.data_ptr<int>();
+  offsets<<<1, 256>>>(o, rows, n);
+  size_t bytes = 0;
+  cub::J(Device, SegmentedReduce)::Sum(nullptr, bytes, x.data_ptr<float>(), y.data_ptr<float>(),
+      rows, o, o + 1);
+  auto tmp = torch::empty({(int64_t)bytes + 1}, x.options().dtype(torch::kUInt8));
+  cub::J(Device, SegmentedReduce)::Sum(tmp.data_ptr(), bytes, x.data_ptr<float>(),
+      y.data_ptr<float>(), rows, o, o + 1);
+  return y;
+}
+"""
+DECL = "torch::Tensor row_sum(torch::Tensor x);"
+ext = load_inline("scan_attack_cub", cpp_sources=DECL, cuda_sources=SRC, functions=["row_sum"])
+x = torch.randn(37, 301, device="cuda")
+assert torch.allclose(ext.row_sum(x), x.sum(-1), atol=1e-3)
+'''
+ATTACKS = {"attack_hidden_cublas_sgemm": ATTACK, "attack_cub_segmented_reduce": CUB_ATTACK}
+
 
 def build(name: str, source: str, root: Path) -> dict[str, object]:
     folder = root / name
@@ -71,6 +106,11 @@ def build(name: str, source: str, root: Path) -> dict[str, object]:
         for sym in undefined_symbols(so.read_bytes())
         if (rule := symbol_rule(sym))
     )
+    hits += sorted(
+        f"{so.name}: vendor_library: {kernel}"
+        for so in objects
+        for kernel in library_kernels(so.read_bytes())
+    )
     row: dict[str, object] = {"name": name, "built": len(objects), "denied": hits}
     if proc.returncode != 0:
         row["error"] = proc.stderr.strip().splitlines()[-1:] or [f"exit {proc.returncode}"]
@@ -83,7 +123,7 @@ def main() -> int:
     ap.add_argument("--out", type=Path, required=True)
     ap.add_argument("--jobs", type=int, default=12)
     args = ap.parse_args()
-    jobs: list[tuple[str, str]] = [("attack_hidden_cublas_sgemm", ATTACK)]
+    jobs: list[tuple[str, str]] = list(ATTACKS.items())
     for folder in finals(sorted(p for p in args.corpus.iterdir() if (p / "trace.jsonl").exists())):
         end = read_trace(folder / "trace.jsonl").end
         source = end.best_kernel_source if end else None
@@ -98,14 +138,15 @@ def main() -> int:
             print(json.dumps(rows[-1]), flush=True)
             log.write(json.dumps(rows[-1]) + "\n")
             log.flush()
-    rows.sort(key=lambda r: r["name"] != "attack_hidden_cublas_sgemm")
-    honest = [r for r in rows if r["name"] != "attack_hidden_cublas_sgemm"]
+    rows.sort(key=lambda r: (r["name"] not in ATTACKS, r["name"]))
+    honest = [r for r in rows if r["name"] not in ATTACKS]
+    attacks = [r for r in rows if r["name"] in ATTACKS]
     summary = {
         "honest_extensions": len(honest),
         "honest_built": sum(1 for r in honest if r["built"]),
         "honest_flagged": [r["name"] for r in honest if r["denied"]],
-        "attack_flagged": bool(rows[0]["denied"]),
-        "attack_error": rows[0].get("error"),
+        "attacks_flagged": {r["name"]: bool(r["denied"]) for r in attacks},
+        "attack_errors": {r["name"]: r["error"] for r in attacks if r.get("error")},
     }
     print(json.dumps(summary, indent=1))
     args.out.write_text(json.dumps({"summary": summary, "rows": rows}, indent=1) + "\n")

@@ -153,6 +153,18 @@ TRITON_KEY = re.compile(r"^[A-Z2-7]{52}$")
 
 TORCH_SYMBOL = re.compile(r"^_ZN(2at|3c10|5torch)")
 
+LIBRARY_SYMBOL = re.compile(rb"_ZN(?:3cub|6thrust)\w+")
+"""A mangled name in CUB's or Thrust's namespace, anywhere in an object's bytes."""
+
+LIBRARY_KERNEL = re.compile(r"(?:\w*Kernel(?:Small|Large)?|\w*_kernel|_kernel_agent\w*|kernel)")
+"""The last part of a CUB or Thrust ``__global__``'s name (``DeviceSegmentedReduceKernel``,
+``DeviceRadixSortOnesweepKernel``, Thrust's ``_kernel_agent``, ``for_each``'s
+``static_kernel``); matched whole."""
+
+NOT_LIBRARY_WORK = frozenset({"EmptyKernel", "ExampleKernel"})
+"""CUB kernels that do no work: ``EmptyKernel`` is compiled into every object that includes
+``cub/cub.cuh`` (CUB launches it to read the PTX version); ``ExampleKernel`` is its docs'."""
+
 MAX_BYTES = 512 << 20
 """Shared objects larger than this are not read (a candidate's extension is a few MB)."""
 
@@ -286,11 +298,37 @@ def mapped_objects(pid: int, uid: int) -> dict[str, str]:
     return found
 
 
+def library_kernels(data: bytes) -> set[str]:
+    """CUB's and Thrust's device-wide kernels compiled into an object (``cub::...::Name``).
+
+    CUB, Thrust and CUTLASS are headers: an extension that calls their device-wide
+    algorithms imports nothing (:func:`undefined_symbols` cannot see them) but holds the
+    library's ``__global__`` functions. Their names are read from the object's bytes, not its
+    symbol table: a stripped object keeps them in the strings it registers its kernels with
+    (``__cudaRegisterFunction``) and in its device code's section names. A name the C++
+    assembled with the preprocessor is mangled like any other, so this is the fence behind
+    :data:`~upskills.verify.static_cpp.CPP_LIBRARY_CALLS`.
+    """
+    found: set[str] = set()
+    for match in set(LIBRARY_SYMBOL.findall(data)):
+        parts = nested_names(match.decode("ascii"))
+        if parts and parts[-1].startswith("__wrapper__device_stub_"):
+            parts[-1] = parts[-1].removeprefix("__wrapper__device_stub_")
+        if (
+            len(parts) > 1
+            and LIBRARY_KERNEL.fullmatch(parts[-1])
+            and parts[-1] not in NOT_LIBRARY_WORK
+        ):
+            found.add("::".join(parts))
+    return found
+
+
 def nested_names(symbol: str) -> list[str]:
     """The qualified name's parts of an Itanium-mangled C++ symbol: ``std``, ``thread``, ...
 
     Only the leading nested name (``_ZN...``, also a thread-local's ``_ZTW``/``_ZTH`` wrapper)
     is read, up to its first part that is not a plain identifier; anything else gives ``[]``.
+    A part of internal linkage (GCC's ``L`` before its length) is read like any other.
     """
     head = re.match(r"_Z(?:T[HW])?N[rVKRO]*", symbol)
     if head is None:
@@ -299,7 +337,11 @@ def nested_names(symbol: str) -> list[str]:
     if symbol.startswith("St", at):
         parts.append("std")
         at += 2
-    while at < len(symbol) and symbol[at].isdigit():
+    while at < len(symbol):
+        if symbol[at] == "L" and symbol[at + 1 : at + 2].isdigit():
+            at += 1
+        if not symbol[at].isdigit():
+            break
         digits = re.match(r"\d+", symbol[at:])
         assert digits is not None
         start = at + digits.end()
@@ -352,6 +394,8 @@ def import_hits(pid: int, uid: int) -> list[tuple[str, str]]:
         for name in sorted(names):
             if rule := symbol_rule(name, helper):
                 hits.append((rule, f"{Path(path).name}: {name}"))
+        for kernel in sorted(library_kernels(data)):
+            hits.append(("vendor_library", f"{Path(path).name}: {kernel}"))
     return hits
 
 
