@@ -14,10 +14,11 @@ import ctypes
 import os
 import shutil
 import subprocess
+from pathlib import Path
 
 import pytest
 
-from upskills.verify.libraries import import_hits, library_kernels
+from upskills.verify.libraries import NVTX_HINT, import_hits, library_kernels
 from upskills.verify.static import static_guards
 
 
@@ -82,6 +83,39 @@ def test_a_library_kernel_compiled_into_an_extension_is_found_by_its_name(cub_ob
     assert library_kernels(b"_ZN3cub3foo11EmptyKernelIvEEvv _ZN6thrust4pairIiiEC1Ev") == set()
 
 
+def test_the_nvtx_loader_cub_brings_is_denied_and_named_as_such(tmp_path):
+    """``<cub/cub.cuh>`` brings NVTX, whose injection loader imports ``dlopen`` and ``dlsym``:
+    an honest ``cub::BlockReduce`` kernel included that way failed guard (b) on an H100
+    (2026-12-07). The loader stays denied (the same imports reach cuBLAS by name); the verdict
+    says where it came from and how to leave it out. Linked like ``load_inline``'s extensions
+    (the CUDA runtime shared: its static library imports ``dlopen`` of its own)."""
+    if shutil.which("nvcc") is None:
+        pytest.skip("needs nvcc")
+    (tmp_path / "probe.cu").write_text("int main() { return 0; }\n")
+    dry = subprocess.run(
+        ["nvcc", "--dryrun", "-c", str(tmp_path / "probe.cu")], capture_output=True, text=True
+    )
+    top = [line.split("=", 1)[1] for line in dry.stderr.splitlines() if line.startswith("#$ TOP=")]
+    runtime = Path(top[0] if top else "/nowhere") / "lib64" / "libcudart.so"
+    if not runtime.exists():
+        pytest.skip("needs nvcc's CUDA runtime (lib64/libcudart.so)")
+    ctypes.CDLL(str(runtime), mode=ctypes.RTLD_GLOBAL)
+    for name, source in (
+        ("whole", OWN_ROW_SUM),
+        ("block", OWN_ROW_SUM.replace("cub/cub.cuh", "cub/block/block_reduce.cuh")),
+    ):
+        (tmp_path / f"{name}.cu").write_text(source)
+        args = ["nvcc", "-arch=sm_90", "-cudart", "shared", "-shared", "-Xcompiler", "-fPIC"]
+        subprocess.run(
+            [*args, "-o", str(tmp_path / f"{name}.so"), str(tmp_path / f"{name}.cu")], check=True
+        )
+        ctypes.CDLL(str(tmp_path / f"{name}.so"))
+    hits = import_hits(os.getpid(), os.geteuid())
+    whole = [(rule, hit) for rule, hit in hits if hit.startswith("whole.so: ")]
+    assert ("vendor_library", "whole.so: dlsym" + NVTX_HINT) in whole, whole
+    assert not [hit for _, hit in hits if hit.startswith("block.so: ")]
+
+
 def test_a_loaded_object_holding_a_library_kernel_fails_the_process_scan(cub_objects):
     library, own, _ = cub_objects
     ctypes.CDLL(str(own))
@@ -118,7 +152,8 @@ class ModelNew(nn.Module):
 
 
 CUB_CANDIDATE = _candidate(
-    r"""#include <cub/cub.cuh>
+    r"""#define NVTX_DISABLE
+#include <cub/cub.cuh>
 #define J(a, b) a##b
 __global__ void offsets(int* o, int rows, int n) {
   for (int i = threadIdx.x; i <= rows; i += blockDim.x) o[i] = i * n;
@@ -140,10 +175,11 @@ torch::Tensor row_sum(torch::Tensor x) {
 }""",
     "upskills_test_cub_row_sum",
 )
-"""CUB writes and launches the row sum; the candidate's own kernel only fills the offsets."""
+"""CUB writes and launches the row sum; the candidate's own kernel only fills the offsets.
+Without NVTX, whose loader imports ``dlopen``, the kernel's name is all that gives it away."""
 
 OWN_CANDIDATE = _candidate(
-    r"""#include <cub/cub.cuh>
+    r"""#include <cub/block/block_reduce.cuh>
 __global__ void row_sum_kernel(const float* x, float* y, int n) {
   typedef cub::BlockReduce<float, 256> R;
   __shared__ typename R::TempStorage t;
@@ -183,3 +219,4 @@ def test_a_cub_row_sum_is_refused_on_the_gpu_and_a_kernel_of_its_own_is_not(
     assert cub.guard == "vendor_library" and "DeviceSegmentedReduceKernel" in cub.message, (
         cub.message
     )
+    assert "dlopen" not in cub.message and "dlsym" not in cub.message, cub.message

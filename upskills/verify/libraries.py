@@ -165,6 +165,18 @@ NOT_LIBRARY_WORK = frozenset({"EmptyKernel", "ExampleKernel"})
 """CUB kernels that do no work: ``EmptyKernel`` is compiled into every object that includes
 ``cub/cub.cuh`` (CUB launches it to read the PTX version); ``ExampleKernel`` is its docs'."""
 
+NVTX_LOADER = b"NVTX_INJECTION64_PATH"
+"""The variable NVTX's header-only injection loader reads: an object holding it was compiled
+with NVTX, whose loader imports ``dlopen`` and ``dlsym``. ``<cub/cub.cuh>`` brings it (CUB's
+device-wide algorithms open NVTX ranges), so an honest kernel using ``cub::BlockReduce``
+through that header imports the loader too (found on an H100, 2026-12-07). The loader stays
+denied (the same imports reach cuBLAS by name); the verdict says where it came from."""
+
+NVTX_HINT = (
+    " (NVTX's injection loader, which <cub/cub.cuh> brings: include CUB's block or warp "
+    "header alone, e.g. <cub/block/block_reduce.cuh>, or define NVTX_DISABLE first)"
+)
+
 MAX_BYTES = 512 << 20
 """Shared objects larger than this are not read (a candidate's extension is a few MB)."""
 
@@ -391,11 +403,13 @@ def import_hits(pid: int, uid: int) -> list[tuple[str, str]]:
             continue
         names = undefined_symbols(data)
         helper = _triton_helper(path, names)
-        for name in sorted(names):
-            if rule := symbol_rule(name, helper):
-                hits.append((rule, f"{Path(path).name}: {name}"))
         for kernel in sorted(library_kernels(data)):
             hits.append(("vendor_library", f"{Path(path).name}: {kernel}"))
+        nvtx = NVTX_LOADER in data
+        for name in sorted(names):
+            if rule := symbol_rule(name, helper):
+                why = NVTX_HINT if nvtx and LOADER.match(name) else ""
+                hits.append((rule, f"{Path(path).name}: {name}{why}"))
     return hits
 
 
