@@ -205,7 +205,8 @@ def test_a_cub_row_sum_is_refused_on_the_gpu_and_a_kernel_of_its_own_is_not(
     row_sum_task, tmp_path, monkeypatch
 ):
     """The static guard passes both; the judge reads CUB's kernel in the first one's extension
-    (guard (b), ``vendor_library``) and nothing in the second's."""
+    (guard (b), ``vendor_library``) and nothing in the second's. Passed on an H100 (fifty-second
+    session, ``benchmarks/results/gpu_tests_h100_session52_call2.log``)."""
     from upskills.verify import CheckOptions, Verifier
 
     assert "vendor_library" not in _rules(CUB_CANDIDATE)
