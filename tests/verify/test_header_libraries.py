@@ -221,3 +221,40 @@ def test_a_cub_row_sum_is_refused_on_the_gpu_and_a_kernel_of_its_own_is_not(
         cub.message
     )
     assert "dlopen" not in cub.message and "dlsym" not in cub.message, cub.message
+
+
+RUN_TIME_CODE = [
+    "nvrtcCompileProgram",
+    "nvrtcCreateProgram",
+    "cuModuleLoadData",
+    "cuModuleLoadDataEx",
+    "cuLibraryLoadData",
+    "cudaLibraryLoadData",
+    "nvJitLinkCreate",
+    "cuLinkAddData_v2",
+]
+"""Compilers and module loaders: kernels whose code no object the judge reads holds."""
+
+
+@pytest.mark.parametrize("symbol", RUN_TIME_CODE)
+def test_code_compiled_or_loaded_at_run_time_is_denied_outside_tritons_helpers(symbol):
+    """Past the kernel-name read: CUB's kernel compiled by NVRTC at run time, or a cubin built
+    elsewhere and loaded from bytes, leaves no name in the extension. An extension that imports
+    a run-time compiler or a module loader is denied (Triton's own helpers reach the driver
+    through ``dlsym`` and are judged by that rule), and its C++ is refused before it builds."""
+    from upskills.verify.libraries import symbol_rule
+
+    assert symbol_rule(symbol) == "vendor_library"
+    assert symbol_rule(symbol, triton_helper=True) is None
+    source = f"#include <cuda.h>\nvoid f(void* m, const void* image) {{ {symbol}(m, image); }}"
+    assert "vendor_library" in _rules(f'SRC = """{source}"""\n'), source
+
+
+def test_an_extension_that_launches_its_own_kernels_is_not_refused_as_run_time_code():
+    """``cuModuleGetFunction``/``cudaLaunchKernel`` on kernels the extension holds, and prose
+    that names NVRTC outside C++, are not run-time code."""
+    from upskills.verify.libraries import symbol_rule
+
+    for symbol in ("cudaLaunchKernel", "cudaFuncGetAttributes", "__cudaRegisterFatBinary"):
+        assert symbol_rule(symbol) is None, symbol
+    assert "vendor_library" not in _rules('"""Faster than an NVRTC-compiled kernel."""\n')

@@ -43,12 +43,20 @@ DENIED = re.compile(
 )
 """Imported symbols that do a kernel's compute in a vendor library or ATen's native code."""
 
-LOADER = re.compile(r"^(dlopen|dlmopen|dlsym|dlvsym)$")
-"""Imports that find a library's functions at run time, by a name no import table shows.
+LOADER = re.compile(
+    r"^(?:dlopen|dlmopen|dlsym|dlvsym|cu(?:Module|Library)Load\w*|cudaLibraryLoad\w*"
+    r"|nvrtc\w+|nvJitLink\w+|cuLink(?:Create|AddData|AddFile|Complete)\w*)$"
+)
+"""Imports that find a library's functions at run time, by a name no import table shows, or
+compile and load GPU code the object does not hold.
 
-A candidate's object that imports them can call cuBLAS under a name assembled at run time
-(or declare ``dlsym`` under a name the static guard cannot read), so they are denied in
-candidate-made objects, except in Triton's own helpers (:data:`TRITON_HELPER`)."""
+A candidate's object that imports ``dlopen``/``dlsym`` can call cuBLAS under a name assembled
+at run time (or declare ``dlsym`` under a name the static guard cannot read). One that imports
+NVRTC, nvJitLink, the driver's linker or its module loaders runs kernels compiled or loaded at
+run time: CUB's kernels compiled by name, or a cubin built elsewhere, whose names
+:func:`library_kernels` cannot read in the object (fifty-second session). They are denied in
+candidate-made objects, except in Triton's own helpers (:data:`TRITON_HELPER`), which reach
+the driver through ``dlsym`` and import none of the others."""
 
 HIDING_NAMES = frozenset(
     """TorchDispatchModeTLS PythonDispatcherTLS ThreadLocalState Dispatcher redispatch launch
@@ -408,7 +416,7 @@ def import_hits(pid: int, uid: int) -> list[tuple[str, str]]:
         nvtx = NVTX_LOADER in data
         for name in sorted(names):
             if rule := symbol_rule(name, helper):
-                why = NVTX_HINT if nvtx and LOADER.match(name) else ""
+                why = NVTX_HINT if nvtx and name.startswith("dl") else ""
                 hits.append((rule, f"{Path(path).name}: {name}{why}"))
     return hits
 
@@ -440,7 +448,7 @@ def accept_candidate(
 
 
 GUARD_MESSAGES = {
-    "vendor_library": "calls a library to do the work",
+    "vendor_library": "calls a library to do the work, or finds or loads code at run time",
     "hidden_ops": "runs PyTorch's ops where the op recorder cannot see them (past the "
     "dispatcher, inside a kernel it registers for an op, or on a thread or process of its own)",
     "python_fallback": "gives its kernels host memory or copies to the host by name (pinned, "

@@ -33,6 +33,16 @@ load code by name at run time (see :mod:`upskills.verify.libraries`). Header-onl
 import nothing, so :mod:`upskills.verify.libraries`' scan of an extension's imports cannot see
 them: their device-wide algorithms are refused here by name."""
 
+CPP_RUNTIME_CODE = re.compile(
+    r"\b(?:cu(?:Module|Library)Load\w*|cudaLibraryLoad\w*|nvrtc\w*|nvJitLink\w*"
+    r"|cuLink(?:Create|AddData|AddFile|Complete)\w*)"
+)
+"""C++ that compiles GPU code at run time (NVRTC, nvJitLink, the driver's linker) or loads a
+module from bytes or a file (``cuModuleLoadData``, ``cuLibraryLoadData``): kernels whose code
+no source the judge reads holds, such as CUB's kernels compiled by name or a cubin built
+elsewhere (fifty-second session). Behind it stand the extension's imports
+(:data:`upskills.verify.libraries.LOADER`)."""
+
 CPP_L2_PERSISTENCE = re.compile(
     r"\b(?:accessPolicyWindow|\w*AccessPolicyWindow|\w*ACCESS_POLICY_WINDOW|\w*PersistingL2\w*"
     r"|\w*PERSISTING_L2\w*"
@@ -89,6 +99,15 @@ def cpp_issues(text: str) -> list[tuple[str, str]]:
             (
                 f"(b) the C++ source calls {found.group(0).strip()!r}: a library doing the "
                 "work is not the candidate's kernel",
+                "vendor_library",
+            )
+        )
+    if loaded := CPP_RUNTIME_CODE.search(text):
+        out.append(
+            (
+                f"(b) the C++ source compiles or loads GPU code at run time "
+                f"({loaded.group(0)!r}): kernels no source the judge reads holds are not the "
+                "candidate's kernel; write them in the extension's CUDA source",
                 "vendor_library",
             )
         )
