@@ -127,6 +127,34 @@ def test_a_loaded_object_holding_a_library_kernel_fails_the_process_scan(cub_obj
     assert kernels[0][1].startswith("library.so: cub::")
 
 
+AGENT_ROW_SUM = """#include <cub/agent/agent_reduce.cuh>
+#include <cuda/std/functional>
+using P = cub::AgentReducePolicy<256, 16, float, 4, cub::BLOCK_REDUCE_WARP_REDUCTIONS,
+                                 cub::LOAD_LDG>;
+using A = cub::detail::reduce::AgentReduce<P, const float*, float*, int, cuda::std::plus<>, float>;
+__global__ void row_sum_kernel(const float* x, float* y, int n) {
+  __shared__ typename A::TempStorage t;
+  float s = A(t, x + (long)blockIdx.x * n, cuda::std::plus<>{}).ConsumeRange(0, n);
+  if (threadIdx.x == 0) y[blockIdx.x] = s;
+}
+"""
+"""The fifty-second session's review: a kernel of the candidate's own whose body is CUB's
+tile-level agent, the body of ``DeviceReduceKernel`` (vectorized loads, tiles, the block
+reduction). Built with nvcc 13 it leaves no CUB kernel's name in the object
+(``library_kernels`` finds nothing) and imports nothing denied."""
+
+
+def test_cubs_tile_level_agents_are_refused_in_cxx_source():
+    """An agent is the library's kernel body; only the static rule can see it, by its name or
+    its header. What stays open: the name pasted by the preprocessor under ``<cub/cub.cuh>``
+    with NVTX off (``verifier.md``)."""
+    assert "vendor_library" in _rules(f'SRC = """{AGENT_ROW_SUM}"""\n')
+    without_header = AGENT_ROW_SUM.replace("#include <cub/agent/agent_reduce.cuh>\n", "")
+    assert "vendor_library" in _rules(f'SRC = """{without_header}"""\n')  # the name alone
+    own = OWN_ROW_SUM.replace("cub/cub.cuh", "cub/block/block_reduce.cuh")
+    assert "vendor_library" not in _rules(f'SRC = """{own}"""\n')
+
+
 def _candidate(cuda: str, name: str) -> str:
     """A ``load_inline`` row-sum candidate whose CUDA source is ``cuda``."""
     return f'''

@@ -27,6 +27,11 @@ CPP_LIBRARY_CALLS = re.compile(
     r"|adjacent_difference|generate\w*|replace\w*|remove\w*|reverse\w*|equal|mismatch"
     r"|find\w*|all_of|any_of|none_of|set_\w+|lower_bound|upper_bound|binary_search)\b"
     r"|\bcutlass\s*::\s*(?:gemm|conv)\s*::\s*device\b|\bcutlass/(?:gemm|conv)/device/"
+    # CUB's tile-level agents: the body of its device-wide kernels, called from a kernel of the
+    # candidate's own they leave no library kernel in the object (fifty-second session's review)
+    r"|\bcub/agent/|\bAgent(?:Reduce|Scan|RadixSort|SegmentedRadixSort|Select|Histogram|Rle"
+    r"|MergeSort|Merge|BatchMemcpy|AdjacentDifference|ThreeWayPartition|UniqueByKey"
+    r"|SubWarp|SmallAndMediumSegmentedSort|For|Partition|Spmv|Topk|Transform)\w*"
 )
 """Calls in C++ source that hand the compute to a vendor library or ATen's native code, or
 load code by name at run time (see :mod:`upskills.verify.libraries`). Header-only libraries
